@@ -32,6 +32,24 @@ class argument_error : public error {
   std::string where_, expected_, given_;
 };
 
+/// A tensor whose rank or shape does not fit the layer it was given to.
+class shape_error : public argument_error {
+ public:
+  using argument_error::argument_error;
+};
+
+/// A file that cannot be read or written, or whose content is not what it claims.
+class io_error : public error {
+ public:
+  /// `file`: the path; `what_was_wrong`: e.g. "truncated: expected 47040016 bytes, given 1024".
+  io_error(const std::string& file, const std::string& what_was_wrong)
+      : error(file + ": " + what_was_wrong), file_(file) {}
+  const std::string& file() const noexcept { return file_; }
+
+ private:
+  std::string file_;
+};
+
 namespace detail {
 
 /// Streams any printable values into one string (for error messages).

