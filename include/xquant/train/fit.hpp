@@ -1,0 +1,289 @@
+#pragma once
+/// \file fit.hpp
+/// The training loop (Keras's `fit`, `evaluate`, `predict`) for any model, any
+/// optimizer with `step()`/`zero_grad()`, and any loss `var(const var& output,
+/// const var& targets)`.
+///
+/// \code
+///   xq::adam opt(xq::trainable_parameters(model));
+///   xq::fit_options options;
+///   options.epochs = 5;
+///   options.batch_size = 64;
+///   options.validation = &test;
+///   xq::fit_history h = xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, options);
+///   xq::evaluation e = xq::evaluate(model, xq::sparse_softmax_cross_entropy, test);
+/// \endcode
+///
+/// Models whose parameters are built on the first call can be handed to `fit`
+/// unbuilt, but an optimizer needs the parameter list first: build them with
+/// `xq::build(model, input_shape)` before making the optimizer.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/mode.hpp"
+#include "../core/model.hpp"
+#include "../core/tape.hpp"
+#include "../core/var.hpp"
+#include "../quant/tensor.hpp"
+#include "dataset.hpp"
+#include "metrics.hpp"
+#include "progress.hpp"
+
+namespace xq {
+
+/// A metric: the model's outputs and the targets of a batch in, a score in [0, 1]
+/// out (the batch mean). An empty function means no metric.
+using metric_function = std::function<double(const tensor& outputs, const tensor& targets)>;
+
+/// What one epoch of `fit` measured.
+struct epoch_record {
+  std::size_t epoch = 0;  ///< 1-based
+  std::size_t steps = 0;
+  std::size_t samples = 0;
+  double loss = 0.0;  ///< mean over the epoch's samples (batches weighted by size)
+  std::optional<double> metric;
+  std::optional<double> val_loss;
+  std::optional<double> val_metric;
+  double seconds = 0.0;  ///< training time of the epoch (validation not included)
+  double samples_per_second = 0.0;
+};
+
+/// Everything `fit` measured, one record per epoch run.
+struct fit_history {
+  std::string metric_name;
+  std::vector<epoch_record> epochs;
+  bool stopped_early = false;  ///< the epoch callback asked to stop
+
+  std::size_t size() const noexcept { return epochs.size(); }
+  const epoch_record& last() const {
+    if (epochs.empty()) throw argument_error("xq::fit_history::last", "at least one epoch", "none");
+    return epochs.back();
+  }
+};
+
+/// Called after each epoch with its record. A callable returning `bool` stops
+/// training by returning false (early stopping); one returning void never stops it.
+class epoch_callback {
+ public:
+  epoch_callback() = default;
+  epoch_callback(std::nullptr_t) {}  // NOLINT: "no callback"
+  template <class F, std::enable_if_t<!std::is_same_v<std::decay_t<F>, epoch_callback> &&
+                                          std::is_invocable_v<std::decay_t<F>&, const epoch_record&>,
+                                      int> = 0>
+  epoch_callback(F&& f) {  // NOLINT: implicit on purpose
+    using G = std::decay_t<F>;
+    if constexpr (std::is_void_v<std::invoke_result_t<G&, const epoch_record&>>)
+      fn_ = [g = G(std::forward<F>(f))](const epoch_record& r) mutable {
+        g(r);
+        return true;
+      };
+    else
+      fn_ = [g = G(std::forward<F>(f))](const epoch_record& r) mutable { return static_cast<bool>(g(r)); };
+  }
+  explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  /// True: go on.
+  bool operator()(const epoch_record& r) const { return fn_ ? fn_(r) : true; }
+
+ private:
+  std::function<bool(const epoch_record&)> fn_;
+};
+
+/// Options of `fit`.
+struct fit_options {
+  std::size_t epochs = 1;
+  std::size_t batch_size = 32;
+  std::uint32_t seed = 0;  ///< seeds the shuffle (initializers and dropout use xq::random_engine())
+  bool shuffle = true;     ///< a new order each epoch; false: the dataset's order
+  bool verbose = true;     ///< false: no progress output
+  const dataset* validation = nullptr;  ///< evaluated after each epoch; not owned, must outlive fit
+  metric_function metric = sparse_categorical_accuracy;  ///< nullptr: none
+  std::string metric_name = "accuracy";
+  std::size_t max_steps_per_epoch = 0;  ///< 0: every batch
+  epoch_callback on_epoch_end;
+  progress_options progress;  ///< where and how progress is shown
+};
+
+/// What `evaluate` measured.
+struct evaluation {
+  double loss = 0.0;
+  std::optional<double> metric;
+  std::size_t samples = 0;
+};
+
+namespace detail {
+
+/// The loss's value as a double, after checking it is one number.
+inline double loss_value(const var& loss, const char* where) {
+  if (!loss.defined() || loss.size() != 1)
+    throw argument_error(where, "a loss that is one number (shape ())",
+                         loss.defined() ? shape_string(loss.shape()) : std::string("an empty var"));
+  return static_cast<double>(loss.value().data()[0]);
+}
+
+/// Rows [first, first + count) of `source`, one memcpy.
+inline tensor slice_rows(const tensor& source, std::size_t first, std::size_t count) {
+  const std::size_t row = source.shape()[0] ? source.size() / source.shape()[0] : 0;
+  tensor::shape_type shape = source.shape();
+  shape[0] = count;
+  tensor out = tensor::from_shape(shape);
+  if (row != 0 && count != 0) std::memcpy(out.data(), source.data() + first * row, row * count * sizeof(float));
+  return out;
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace detail
+
+/// Mean loss (and metric) of `model` on `data`, in inference mode (batch_norm uses
+/// its moving statistics, dropout passes everything) and under `no_grad`, so
+/// nothing is recorded on any tape.
+template <class Model, class Loss>
+evaluation evaluate(Model& model, Loss&& loss, const dataset& data, std::size_t batch_size = 32,
+                    const metric_function& metric = sparse_categorical_accuracy) {
+  data.validate("xq::evaluate");
+  if (batch_size == 0) throw argument_error("xq::evaluate", "batch_size >= 1", "0");
+  set_paths(model);
+  no_grad off;
+  training_mode inference(false);
+  running_mean loss_mean, metric_mean;
+  const std::size_t n = data.size();
+  for (std::size_t first = 0; first < n; first += batch_size) {
+    const std::size_t count = std::min(batch_size, n - first);
+    tensor targets = detail::slice_rows(data.targets, first, count);
+    var out = model(var(detail::slice_rows(data.inputs, first, count)));
+    var l = loss(out, var(targets));
+    loss_mean.add(detail::loss_value(l, "xq::evaluate"), static_cast<double>(count));
+    if (metric) metric_mean.add(metric(out.value(), targets), static_cast<double>(count));
+  }
+  evaluation e;
+  e.loss = loss_mean.mean();
+  if (metric) e.metric = metric_mean.mean();
+  e.samples = n;
+  return e;
+}
+
+/// The model's outputs for `inputs` (N, ...), computed in batches in inference
+/// mode under `no_grad` and stacked into one (N, ...) tensor.
+template <class Model>
+tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) {
+  if (inputs.dimension() == 0)
+    throw shape_error("xq::predict", "inputs of shape (N, ...)", detail::shape_string(inputs.shape()));
+  if (batch_size == 0) throw argument_error("xq::predict", "batch_size >= 1", "0");
+  set_paths(model);
+  no_grad off;
+  training_mode inference(false);
+  const std::size_t n = inputs.shape()[0];
+  tensor result;
+  std::size_t row = 0;
+  for (std::size_t first = 0; first < n; first += batch_size) {
+    const std::size_t count = std::min(batch_size, n - first);
+    var out = model(var(detail::slice_rows(inputs, first, count)));
+    if (out.dimension() == 0 || out.shape()[0] != count)
+      throw shape_error("xq::predict", detail::concat("outputs of shape (", count, ", ...)"),
+                        detail::shape_string(out.shape()));
+    if (first == 0) {
+      tensor::shape_type shape = out.shape();
+      shape[0] = n;
+      result = tensor::from_shape(shape);
+      row = out.size() / count;
+    } else if (out.size() != row * count) {
+      tensor::shape_type want = result.shape();
+      want[0] = count;
+      throw shape_error("xq::predict", detail::concat("outputs of shape ", detail::shape_string(want)),
+                        detail::shape_string(out.shape()));
+    }
+    std::copy(out.value().data(), out.value().data() + out.size(), result.data() + first * row);
+  }
+  if (n == 0) result = tensor::from_shape(tensor::shape_type{0});
+  return result;
+}
+
+/// Trains `model` on `train` for `opts.epochs` epochs. Each batch: training mode
+/// on, a fresh tape, forward, `loss(output, targets)`, backward, `opt.step()`,
+/// `opt.zero_grad()`. The same seed (and the same initial weights) gives the
+/// same batches and so bit-identical weights. Returns the per-epoch history.
+template <class Model, class Optimizer, class Loss>
+fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train, const fit_options& opts = {}) {
+  train.validate("xq::fit");
+  if (opts.validation) opts.validation->validate("xq::fit (validation data)");
+  if (opts.batch_size == 0) throw argument_error("xq::fit", "batch_size >= 1", "0");
+  const std::size_t n = train.size();
+  if (n == 0) throw argument_error("xq::fit", "at least one training sample", "an empty dataset");
+  set_paths(model);
+
+  std::size_t steps = batch_count(n, opts.batch_size);
+  if (opts.max_steps_per_epoch) steps = std::min(steps, opts.max_steps_per_epoch);
+  const bool has_metric = static_cast<bool>(opts.metric);
+
+  fit_history history;
+  history.metric_name = has_metric ? opts.metric_name : std::string();
+  progress_options shown = opts.progress;
+  if (!opts.verbose) shown.style = progress_style::silent;
+  progress bar(opts.epochs, steps, history.metric_name, shown);
+
+  std::mt19937 rng(opts.seed);
+  opt.zero_grad();
+  for (std::size_t epoch = 1; epoch <= opts.epochs; ++epoch) {
+    const std::vector<std::size_t> order = opts.shuffle ? shuffled_order(n, rng) : sequential_order(n);
+    running_mean loss_mean, metric_mean;
+    std::size_t samples = 0;
+    bar.begin_epoch(epoch);
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t s = 0; s < steps; ++s) {
+      batch b = make_batch(train, order, s * opts.batch_size, opts.batch_size);
+      const std::size_t count = b.size();
+      double batch_loss = 0.0;
+      {
+        training_mode training(true);
+        tape t;
+        var out = model(var(std::move(b.inputs)));
+        var l = loss(out, var(b.targets));
+        batch_loss = detail::loss_value(l, "xq::fit");
+        if (has_metric) metric_mean.add(opts.metric(out.value(), b.targets), static_cast<double>(count));
+        t.backward(l);
+      }
+      opt.step();
+      opt.zero_grad();
+      loss_mean.add(batch_loss, static_cast<double>(count));
+      samples += count;
+      bar.update(s + 1, samples, loss_mean.mean(),
+                 has_metric ? std::optional<double>(metric_mean.mean()) : std::nullopt);
+    }
+    epoch_record r;
+    r.epoch = epoch;
+    r.steps = steps;
+    r.samples = samples;
+    r.seconds = detail::seconds_since(start);
+    r.samples_per_second = r.seconds > 0.0 ? static_cast<double>(samples) / r.seconds : 0.0;
+    r.loss = loss_mean.mean();
+    if (has_metric) r.metric = metric_mean.mean();
+    if (opts.validation) {
+      const evaluation v = evaluate(model, loss, *opts.validation, opts.batch_size, opts.metric);
+      r.val_loss = v.loss;
+      r.val_metric = v.metric;
+    }
+    bar.end_epoch(samples, r.loss, r.metric, r.seconds, r.val_loss, r.val_metric);
+    history.epochs.push_back(r);
+    if (!opts.on_epoch_end(history.epochs.back())) {
+      history.stopped_early = true;
+      break;
+    }
+  }
+  return history;
+}
+
+}  // namespace xq

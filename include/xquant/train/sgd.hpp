@@ -1,0 +1,141 @@
+#pragma once
+/// \file sgd.hpp
+/// `xq::sgd`: stochastic gradient descent with momentum, Nesterov momentum and L2
+/// weight decay, with PyTorch's update formulas and defaults (torch.optim.SGD):
+///
+///     g  = grad + weight_decay * w
+///     b  = g                                   (first step with a gradient)
+///     b  = momentum * b + (1 - dampening) * g  (later steps)
+///     g  = nesterov ? g + momentum * b : b     (when momentum != 0)
+///     w -= lr * g
+///
+/// Keras's SGD differs: it keeps v = momentum * v - lr * g (the learning rate
+/// inside the buffer, so a changing rate acts differently), Nesterov is
+/// w += momentum * v - lr * g, and its weight_decay is decoupled (w -= lr * wd * w).
+/// With a constant rate and no weight decay the two give the same weights up to rounding.
+///
+/// Rounding follows PyTorch's vectorized CPU kernels: each `add(x, alpha=a)` is one
+/// fused multiply-add, so the weights match PyTorch's bit for bit
+/// (tests/data/golden/optimizers.json).
+///
+/// \code
+///   xq::sgd opt(xq::trainable_parameters(model), {0.1f, 0.9f});   // lr, momentum
+///   ... tape.backward(loss); opt.step(); opt.zero_grad();
+/// \endcode
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/parameter.hpp"
+#include "../quant/tensor.hpp"
+#include "detail/parameter_list.hpp"
+#include "schedule.hpp"
+
+namespace xq {
+
+/// Options of `xq::sgd` (PyTorch's names and defaults; `dampening` too).
+struct sgd_options {
+  learning_rate_schedule learning_rate = 0.01f;
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;  ///< L2 added to the gradient (coupled, as in PyTorch)
+  double dampening = 0.0;
+};
+
+/// One parameter's SGD state: the momentum buffer (torch's "momentum_buffer"),
+/// absent until the parameter's first step with momentum.
+struct sgd_state {
+  tensor momentum_buffer;
+  bool has_momentum_buffer = false;
+};
+
+/// Stochastic gradient descent (PyTorch's formulas, see the file comment).
+class sgd {
+ public:
+  /// `params`: usually `xq::trainable_parameters(model)` (each parameter once).
+  explicit sgd(std::vector<parameter_ptr> params, sgd_options options = {})
+      : params_(std::move(params)), options_(std::move(options)), state_(params_.size()) {
+    detail::check_parameter_list(params_, "xq::sgd");
+    if (options_.learning_rate.is_constant() && options_.learning_rate(0) < 0.0f)
+      throw argument_error("xq::sgd", "learning_rate >= 0", detail::concat(options_.learning_rate(0)));
+    if (options_.momentum < 0.0)
+      throw argument_error("xq::sgd", "momentum >= 0", detail::concat(options_.momentum));
+    if (options_.weight_decay < 0.0)
+      throw argument_error("xq::sgd", "weight_decay >= 0", detail::concat(options_.weight_decay));
+    if (options_.nesterov && (options_.momentum <= 0.0 || options_.dampening != 0.0))
+      throw argument_error("xq::sgd", "momentum > 0 and dampening 0 with nesterov",
+                           detail::concat("momentum ", options_.momentum, ", dampening ", options_.dampening));
+  }
+
+  /// Updates every parameter that has a gradient; one without is left alone
+  /// (its state too), as PyTorch skips parameters whose grad is None.
+  void step() {
+    const float lr = learning_rate();
+    const auto momentum = static_cast<float>(options_.momentum);
+    const auto decay = static_cast<float>(options_.weight_decay);
+    const auto keep = static_cast<float>(1.0 - options_.dampening);
+    const float neg_lr = -lr;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      parameter& p = *params_[i];
+      if (!p.has_grad()) continue;
+      float* w = p.value.data();
+      const float* grad = p.grad.data();
+      const std::size_t n = p.value.size();
+      if (options_.momentum == 0.0) {
+        for (std::size_t j = 0; j < n; ++j) {
+          float g = grad[j];
+          if (decay != 0.0f) g = std::fma(w[j], decay, g);
+          w[j] = std::fma(g, neg_lr, w[j]);
+        }
+        continue;
+      }
+      sgd_state& s = state_[i];
+      const bool first = !s.has_momentum_buffer;
+      if (first) {
+        s.momentum_buffer = tensor::from_shape(p.value.shape());
+        s.has_momentum_buffer = true;
+      } else {
+        detail::check_state_shape("xq::sgd", p, s.momentum_buffer, "a momentum buffer");
+      }
+      float* b = s.momentum_buffer.data();
+      for (std::size_t j = 0; j < n; ++j) {
+        float g = grad[j];
+        if (decay != 0.0f) g = std::fma(w[j], decay, g);
+        b[j] = first ? g : std::fma(g, keep, b[j] * momentum);
+        g = options_.nesterov ? std::fma(b[j], momentum, g) : b[j];
+        w[j] = std::fma(g, neg_lr, w[j]);
+      }
+    }
+    ++iterations_;
+  }
+
+  /// Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad() {
+    for (auto& p : params_) p->zero_grad();
+  }
+
+  /// The rate the next `step()` uses.
+  float learning_rate() const { return options_.learning_rate(iterations_); }
+  /// Number of `step()` calls so far (Keras's `optimizer.iterations`; schedules read it).
+  std::size_t iterations() const noexcept { return iterations_; }
+  /// Restores the step count (checkpoints).
+  void set_iterations(std::size_t n) noexcept { iterations_ = n; }
+
+  const std::vector<parameter_ptr>& parameters() const noexcept { return params_; }
+  const sgd_options& options() const noexcept { return options_; }
+  /// Per-parameter state, in the order of `parameters()` (for checkpoints).
+  const std::vector<sgd_state>& state() const noexcept { return state_; }
+  std::vector<sgd_state>& state() noexcept { return state_; }
+
+ private:
+  std::vector<parameter_ptr> params_;
+  sgd_options options_;
+  std::vector<sgd_state> state_;
+  std::size_t iterations_ = 0;
+};
+
+}  // namespace xq
