@@ -5,7 +5,8 @@
                                                         # conan/profiles/debian-system)
 
 Consumers get `find_package(xquant)` and the target `xquant::xquant`, with the same
-interface as the CMake export: C++17, xtensor + xsimd + xtl, Threads, OpenMP (option
+interface as the CMake export: C++17, xtensor + xsimd + xtl, OpenBLAS (CBLAS, for
+kernels/gemm.hpp), zlib (gzip-compressed IDX files, io/idx.hpp), Threads, OpenMP (option
 with_openmp) and -ffp-contract=off (bit-exact numerics, cmake/xquantNumerics.cmake).
 """
 import os
@@ -52,6 +53,11 @@ class XquantConan(ConanFile):
         self.requires("xtensor/[>=0.24.3 <0.25]", transitive_headers=True)
         self.requires("xsimd/[>=8.1.0 <8.2]", transitive_headers=True)
         self.requires("xtl/[>=0.7.2 <0.8]", transitive_headers=True)
+        # Libraries the headers call (cblas_sgemm, inflate): their headers and libraries
+        # reach xquant's consumers. Ranges that Debian 12 (0.3.21 / 1.2.13) and Conan
+        # Center (openblas 0.3.2x, zlib 1.2.13 / 1.3.x) both satisfy.
+        self.requires("openblas/[>=0.3.21 <0.4]", transitive_headers=True, transitive_libs=True)
+        self.requires("zlib/[>=1.2.13 <2]", transitive_headers=True, transitive_libs=True)
 
     def package_id(self):
         self.info.clear()
@@ -69,7 +75,15 @@ class XquantConan(ConanFile):
         tc.cache_variables["XQ_NATIVE_ARCH"] = False
         tc.cache_variables["XQ_WITH_OPENMP"] = bool(self.options.with_openmp)
         tc.generate()
-        CMakeDeps(self).generate()
+        deps = CMakeDeps(self)
+        # CMakeLists.txt does find_package(BLAS) and links BLAS::BLAS (CMake's FindBLAS
+        # names, so that any CBLAS works there); Conan's openblas is find_package(OpenBLAS)
+        # / OpenBLAS::OpenBLAS. Give it FindBLAS's names for xquant's own configure step
+        # (the toolchain prefers config files, so this one wins over FindBLAS). zlib's
+        # names are FindZLIB's already (ZLIB / ZLIB::ZLIB).
+        deps.set_property("openblas", "cmake_file_name", "BLAS")
+        deps.set_property("openblas", "cmake_target_name", "BLAS::BLAS")
+        deps.generate()
 
     def build(self):
         # Nothing to compile; configuring checks that the dependencies resolve.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Builds xquant's Conan 2 package fully offline against Debian's xtensor/xsimd/xtl headers
+# and OpenBLAS/zlib libraries
 # (the wrapper recipes in conan/recipes/, mapped in by conan/profiles/debian-system) and
 # runs test_package/ against it. Registered as the CTest test packaging.conan_create.
 #
@@ -28,7 +29,7 @@ log "CONAN_HOME=$CONAN_HOME ($("$conan" --version))"
 "$conan" profile detect --exist-ok
 
 # The shared base first: the wrappers python_require it.
-for recipe in system-headers xtl xsimd xtensor; do
+for recipe in system-headers xtl xsimd xtensor openblas zlib; do
   log "export conan/recipes/$recipe"
   "$conan" export "$root/conan/recipes/$recipe"
 done

@@ -10,7 +10,9 @@ set -euo pipefail
 log() { printf '[install_deps] %s\n' "$*"; }
 
 # Debian 12 (bookworm) names. xtensor-dev pulls libxtensor-dev 0.24.3 (+ xtl-dev 0.7.x,
-# nlohmann-json3-dev); libxsimd-dev is 8.1.0; catch2 is Catch2 v2 (2.13.10).
+# nlohmann-json3-dev); libxsimd-dev is 8.1.0; catch2 is Catch2 v2 (2.13.10);
+# dataset-fashion-mnist puts Fashion-MNIST's IDX files (30 MB) in
+# /usr/share/datasets/fashion-mnist, for the example and the dataset test.
 apt_packages=(
   cmake
   g++
@@ -24,6 +26,7 @@ apt_packages=(
   libbenchmark-dev
   libopenblas-dev
   zlib1g-dev
+  dataset-fashion-mnist
 )
 
 if [[ $(id -u) -eq 0 ]]; then
@@ -67,7 +70,8 @@ apt_install() {
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   log "no dpkg/apt-get here: not a Debian system, install the dependencies by hand" >&2
   log "(cmake >= 3.22, a C++17 compiler, xtensor 0.24, xsimd 8.1, xtl 0.7, Catch2 v2," >&2
-  log " Google Benchmark, OpenBLAS, nlohmann-json, zlib, pkg-config, conan 2)" >&2
+  log " Google Benchmark, OpenBLAS, nlohmann-json, zlib, pkg-config, conan 2;" >&2
+  log " Fashion-MNIST's IDX files in a directory named by XQ_FASHION_MNIST_DIR)" >&2
   exit 1
 fi
 
