@@ -1,0 +1,79 @@
+#pragma once
+/// \file global_average_pool2d.hpp
+/// `xq::global_average_pool2d`: the mean over H and W of each channel (Keras
+/// GlobalAveragePooling2D): (N, H, W, C) -> (N, C), or (N, 1, 1, C) with `keepdims`.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "../core/layer.hpp"
+#include "../core/shape_check.hpp"
+#include "../core/tape.hpp"
+#include "../kernels/im2col.hpp"
+#include "../kernels/parallel.hpp"
+
+namespace xq {
+
+namespace ops {
+
+/// Mean over the spatial axes of x (N, H, W, C) on the tape; output (N, C), or
+/// (N, 1, 1, C) when `keepdims`. `path` names the caller in errors.
+inline var global_average_pool2d(const var& x, bool keepdims = false,
+                                 const std::string& path = "global_average_pooling2d") {
+  detail::require_shape(path, x.shape(), {detail::any('N'), detail::any('H'), detail::any('W'), detail::any('C')});
+  const std::size_t n_images = x.shape()[0], pixels = x.shape()[1] * x.shape()[2], c = x.shape()[3];
+  if (pixels == 0) throw shape_error(path, "input with H, W >= 1", detail::shape_string(x.shape()));
+  const bool threads = detail::batch_threads(x.size());
+
+  tensor y = keepdims ? tensor::from_shape({n_images, std::size_t(1), std::size_t(1), c})
+                      : tensor::from_shape({n_images, c});
+  const float* xp = x.value().data();
+  float* yp = y.data();
+  const auto count = static_cast<float>(pixels);
+  kernels::parallel_for_items(n_images, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t n = begin; n < end; ++n) {
+      float* yr = yp + n * c;
+      std::fill(yr, yr + c, 0.0f);
+      const float* xr = xp + n * pixels * c;
+      for (std::size_t p = 0; p < pixels; ++p, xr += c)
+        for (std::size_t k = 0; k < c; ++k) yr[k] += xr[k];
+      for (std::size_t k = 0; k < c; ++k) yr[k] /= count;  // reduce_mean: sum, then divide
+    }
+  });
+
+  return make_result(std::move(y), needs_grad(x), [x, n_images, pixels, c, count, threads](const tensor& dy) {
+    tensor dx = tensor::from_shape(x.shape());
+    float* dxp = dx.data();
+    const float* dyp = dy.data();
+    kernels::parallel_for_items(n_images, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t n = begin; n < end; ++n) {
+        float* dxr = dxp + n * pixels * c;
+        const float* dyr = dyp + n * c;
+        for (std::size_t p = 0; p < pixels; ++p, dxr += c)
+          for (std::size_t k = 0; k < c; ++k) dxr[k] = dyr[k] / count;  // TF's mean gradient divides
+      }
+    });
+    add_grad(x, std::move(dx));
+  });
+}
+
+}  // namespace ops
+
+/// Global average pooling layer (Keras GlobalAveragePooling2D). No parameters.
+class global_average_pool2d : public layer<global_average_pool2d> {
+ public:
+  /// `keepdims`: output (N, 1, 1, C) instead of (N, C).
+  explicit global_average_pool2d(bool keepdims = false)
+      : layer<global_average_pool2d>("global_average_pooling2d"), keepdims_(keepdims) {}
+
+  var operator()(const var& x) { return ops::global_average_pool2d(x, keepdims_, path()); }
+
+  std::vector<parameter_ptr> parameters() const { return {}; }
+  bool keepdims() const noexcept { return keepdims_; }
+
+ private:
+  bool keepdims_;
+};
+
+}  // namespace xq
