@@ -132,6 +132,8 @@ const std::vector<conv_config>& configs() {
       {"1x1 stride 2 same", {1, 5, 7, 3}, 1, 1, 2, {2, 2, P::same, 1, 1}},
       {"5x5 same larger than the input", {1, 3, 4, 2}, 5, 5, 2, {1, 1, P::same, 1, 1}},
       {"3x3 batch 4", {4, 6, 5, 2}, 3, 3, 3, {1, 1, P::same, 1, 1}},
+      // 1.2 MB of columns per image: conv2d runs its GEMMs one image at a time.
+      {"3x3 same, blocks of one image", {3, 32, 32, 32}, 3, 3, 4, {1, 1, P::same, 1, 1}},
   };
   return all;
 }

@@ -20,6 +20,18 @@
 #include "../layers/padding.hpp"
 #include "parallel.hpp"
 
+/// Marks a loop over independent elements (no sums across iterations) for
+/// vectorization. GCC's -O2 cost model leaves loops with a run-time trip count scalar
+/// (10x slower max pooling); `omp simd`, honored under -fopenmp, vectorizes them at any
+/// optimization level. Each element's arithmetic is unchanged, so are the results.
+#ifndef XQ_OMP_SIMD
+#if defined(_OPENMP)
+#define XQ_OMP_SIMD _Pragma("omp simd")
+#else
+#define XQ_OMP_SIMD
+#endif
+#endif
+
 namespace xq::detail {
 
 /// The kw taps [lo, hi) whose input column lies inside [0, in_w) for an output
@@ -31,8 +43,10 @@ inline tap_range valid_taps(std::ptrdiff_t first, std::size_t taps, std::size_t 
   const auto d = static_cast<std::ptrdiff_t>(dilation);
   const auto n = static_cast<std::ptrdiff_t>(in);
   std::ptrdiff_t lo = 0, hi = static_cast<std::ptrdiff_t>(taps);
-  if (first < 0) lo = std::min(hi, (-first + d - 1) / d);              // first tap at or after column 0
-  const std::ptrdiff_t last_ok = first < n ? (n - 1 - first) / d : -1;  // last tap before column n
+  // (No division when d == 1: this runs once per output pixel in the direct kernels.)
+  if (first < 0) lo = std::min(hi, d == 1 ? -first : (-first + d - 1) / d);  // first tap at or after 0
+  const std::ptrdiff_t room = n - 1 - first;                                 // tap t fits while t*d <= room
+  const std::ptrdiff_t last_ok = room < 0 ? -1 : (d == 1 ? room : room / d);
   hi = std::max(lo, std::min(hi, last_ok + 1));
   return {static_cast<std::size_t>(lo), static_cast<std::size_t>(hi)};
 }
@@ -81,8 +95,10 @@ namespace xq::kernels {
 /// Adds the `rows` rows of the row-major matrix `m` (rows x cols) into `sums`, row after
 /// row (a bias gradient: the order never depends on threads).
 inline void add_column_sums(const float* m, std::size_t rows, std::size_t cols, float* sums) {
-  for (std::size_t r = 0; r < rows; ++r, m += cols)
+  for (std::size_t r = 0; r < rows; ++r, m += cols) {
+    XQ_OMP_SIMD
     for (std::size_t j = 0; j < cols; ++j) sums[j] += m[j];
+  }
 }
 
 /// Writes the column matrix of the NHWC batch `x` (shape batch, in_h, in_w, channels)
@@ -150,10 +166,13 @@ inline void col2im(const float* cols, const window2d& g, float* dx) {
                 dxn + (ih * g.in_w + static_cast<std::size_t>(iw0 + static_cast<std::ptrdiff_t>(taps.lo * g.dilation_w))) * c;
             if (g.dilation_w == 1) {  // one contiguous run in both
               const std::size_t len = (taps.hi - taps.lo) * c;
+              XQ_OMP_SIMD
               for (std::size_t i = 0; i < len; ++i) dst[i] += src[i];
             } else {
-              for (std::size_t kw = taps.lo; kw < taps.hi; ++kw, src += c, dst += g.dilation_w * c)
+              for (std::size_t kw = taps.lo; kw < taps.hi; ++kw, src += c, dst += g.dilation_w * c) {
+                XQ_OMP_SIMD
                 for (std::size_t i = 0; i < c; ++i) dst[i] += src[i];
+              }
             }
           }
         }

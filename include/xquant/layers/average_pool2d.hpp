@@ -47,11 +47,13 @@ inline var average_pool2d(const var& x, size2 pool_size, size2 strides, xq::padd
           std::size_t count = 0;
           detail::for_each_tap(g, oh, ow, [&](std::size_t, std::size_t, std::size_t pixel) {
             const float* xr = xn + pixel * c;
+            XQ_OMP_SIMD
             for (std::size_t k = 0; k < c; ++k) yr[k] += xr[k];
             ++count;
           });
           // Sum in window order, then divide by the non-padded count: TF's CPU AvgPool.
           const auto divisor = static_cast<float>(count);
+          XQ_OMP_SIMD
           for (std::size_t k = 0; k < c; ++k) yr[k] /= divisor;
         }
     }
@@ -75,6 +77,7 @@ inline var average_pool2d(const var& x, size2 pool_size, size2 strides, xq::padd
             const auto scale = static_cast<float>(1.0 / static_cast<double>(count));
             detail::for_each_tap(g, oh, ow, [&](std::size_t, std::size_t, std::size_t pixel) {
               float* dxr = dxn + pixel * c;
+              XQ_OMP_SIMD
               for (std::size_t k = 0; k < c; ++k) dxr[k] += dyr[k] * scale;
             });
           }

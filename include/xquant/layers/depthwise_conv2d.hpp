@@ -11,8 +11,9 @@
 /// \endcode
 ///
 /// Direct loops: NHWC keeps channels innermost, so every tap is one contiguous
-/// multiply-add over C*M floats, which the compiler vectorizes. No GEMM: each output
-/// reads only KH*KW inputs per channel.
+/// multiply-add over a pixel's channels, which the compiler vectorizes. No GEMM: each
+/// output reads only KH*KW inputs. A multiplier M > 1 first repeats each input channel
+/// M times, which turns the op into a multiplier-1 one over C*M channels.
 
 #include <algorithm>
 #include <cstddef>
@@ -30,6 +31,107 @@
 
 namespace xq {
 
+namespace detail {
+
+/// x (pixels, c) -> (pixels, c*m), channel c repeated m times (channel c*m + j reads c):
+/// with it a depthwise conv of multiplier m is a multiplier-1 conv over c*m channels,
+/// whose taps are plain vectorizable rows.
+inline void repeat_channels(const float* x, std::size_t pixels, std::size_t c, std::size_t m, float* out) {
+  for (std::size_t p = 0; p < pixels; ++p, x += c)
+    for (std::size_t k = 0; k < c; ++k, out += m) std::fill(out, out + m, x[k]);
+}
+
+/// The input's pixels with channels repeated for the multiplier (or the input itself).
+struct depthwise_input {
+  std::vector<float> repeated;
+  const float* data;
+  depthwise_input(const tensor& x, std::size_t c, std::size_t m) : data(x.data()) {
+    if (m == 1) return;
+    repeated.resize(x.size() * m);
+    repeat_channels(x.data(), x.size() / c, c, m, repeated.data());
+    data = repeated.data();
+  }
+};
+
+/// y = depthwise(x, w) (+ b) with multiplier 1 over g.channels channels.
+inline void depthwise_forward(const float* x, const float* w, const float* b, const window2d& g, float* y) {
+  const std::size_t c = g.channels, image_in = g.in_h * g.in_w * c, image_out = g.out_h * g.out_w * c;
+  kernels::parallel_for_items(
+      g.batch, batch_threads(g.batch * image_out * g.k_h * g.k_w), [&](std::size_t begin, std::size_t end) {
+        for (std::size_t n = begin; n < end; ++n) {
+          const float* xn = x + n * image_in;
+          float* yr = y + n * image_out;
+          for (std::size_t oh = 0; oh < g.out_h; ++oh)
+            for (std::size_t ow = 0; ow < g.out_w; ++ow, yr += c) {
+              std::fill(yr, yr + c, 0.0f);
+              for_each_tap(g, oh, ow, [&](std::size_t i, std::size_t j, std::size_t pixel) {
+                const float* xr = xn + pixel * c;
+                const float* wr = w + (i * g.k_w + j) * c;
+                XQ_OMP_SIMD
+                for (std::size_t k = 0; k < c; ++k) yr[k] += xr[k] * wr[k];
+              });
+              if (b) {  // after the taps, as TF's separate BiasAdd
+                XQ_OMP_SIMD
+                for (std::size_t k = 0; k < c; ++k) yr[k] += b[k];
+              }
+            }
+        }
+      });
+}
+
+/// dw (KH, KW, C) of multiplier 1: one partial sum per image, added in image order, so
+/// the result does not depend on the threads.
+inline void depthwise_filter_grad(const float* x, const float* dy, const window2d& g, float* dw) {
+  const std::size_t c = g.channels, taps = g.k_h * g.k_w;
+  const std::size_t image_in = g.in_h * g.in_w * c, image_out = g.out_h * g.out_w * c;
+  std::vector<float> partial(g.batch * taps * c, 0.0f);
+  kernels::parallel_for_items(g.batch, batch_threads(g.batch * image_out * taps), [&](std::size_t begin,
+                                                                                     std::size_t end) {
+    for (std::size_t n = begin; n < end; ++n) {
+      const float* xn = x + n * image_in;
+      const float* dyr = dy + n * image_out;
+      float* dwn = partial.data() + n * taps * c;
+      for (std::size_t oh = 0; oh < g.out_h; ++oh)
+        for (std::size_t ow = 0; ow < g.out_w; ++ow, dyr += c)
+          for_each_tap(g, oh, ow, [&](std::size_t i, std::size_t j, std::size_t pixel) {
+            const float* xr = xn + pixel * c;
+            float* dwr = dwn + (i * g.k_w + j) * c;
+            XQ_OMP_SIMD
+            for (std::size_t k = 0; k < c; ++k) dwr[k] += xr[k] * dyr[k];
+          });
+    }
+  });
+  std::fill(dw, dw + taps * c, 0.0f);
+  for (std::size_t n = 0; n < g.batch; ++n) {
+    const float* src = partial.data() + n * taps * c;
+    XQ_OMP_SIMD
+    for (std::size_t i = 0; i < taps * c; ++i) dw[i] += src[i];
+  }
+}
+
+/// dx of multiplier 1 (overwritten): each image by one thread, in (oh, ow, kh, kw) order.
+inline void depthwise_input_grad(const float* dy, const float* w, const window2d& g, float* dx) {
+  const std::size_t c = g.channels, image_in = g.in_h * g.in_w * c, image_out = g.out_h * g.out_w * c;
+  kernels::parallel_for_items(
+      g.batch, batch_threads(g.batch * image_out * g.k_h * g.k_w), [&](std::size_t begin, std::size_t end) {
+        for (std::size_t n = begin; n < end; ++n) {
+          float* dxn = dx + n * image_in;
+          std::fill(dxn, dxn + image_in, 0.0f);
+          const float* dyr = dy + n * image_out;
+          for (std::size_t oh = 0; oh < g.out_h; ++oh)
+            for (std::size_t ow = 0; ow < g.out_w; ++ow, dyr += c)
+              for_each_tap(g, oh, ow, [&](std::size_t i, std::size_t j, std::size_t pixel) {
+                float* dxr = dxn + pixel * c;
+                const float* wr = w + (i * g.k_w + j) * c;
+                XQ_OMP_SIMD
+                for (std::size_t k = 0; k < c; ++k) dxr[k] += dyr[k] * wr[k];
+              });
+        }
+      });
+}
+
+}  // namespace detail
+
 namespace ops {
 
 /// Depthwise 2-D convolution of x (N, H, W, C) with kernel w (KH, KW, C, M) [+ bias
@@ -44,108 +146,44 @@ inline var depthwise_conv2d(const var& x, const var& w, const var* b, const conv
   if (b) detail::require_shape(path, b->shape(), {detail::exactly(cm)}, "bias");
   detail::positive_size2(path, "strides", geometry.strides);
   detail::positive_size2(path, "dilation", geometry.dilation);
-  const window2d g = resolve_window(path, x.shape(), kh, kw, geometry);
-  const std::size_t image_in = g.in_h * g.in_w * c, image_out = g.out_h * g.out_w * cm;
+  window2d g = resolve_window(path, x.shape(), kh, kw, geometry);
+  g.channels = cm;  // the kernels below see the repeated input: multiplier 1 over C*M channels
 
   tensor y = tensor::from_shape({g.batch, g.out_h, g.out_w, cm});
   {
-    const float* xp = x.value().data();
-    const float* wp = w.value().data();
-    const float* bp = b ? b->value().data() : nullptr;
-    float* yp = y.data();
-    kernels::parallel_for_items(
-        g.batch, detail::batch_threads(g.batch * image_out * kh * kw), [&](std::size_t begin, std::size_t end) {
-          for (std::size_t n = begin; n < end; ++n) {
-            const float* xn = xp + n * image_in;
-            float* yr = yp + n * image_out;
-            for (std::size_t oh = 0; oh < g.out_h; ++oh)
-              for (std::size_t ow = 0; ow < g.out_w; ++ow, yr += cm) {
-                std::fill(yr, yr + cm, 0.0f);
-                detail::for_each_tap(g, oh, ow, [&](std::size_t i, std::size_t j, std::size_t pixel) {
-                  const float* xr = xn + pixel * c;
-                  const float* wr = wp + (i * g.k_w + j) * cm;
-                  if (mult == 1) {
-                    for (std::size_t k = 0; k < c; ++k) yr[k] += xr[k] * wr[k];
-                  } else {
-                    for (std::size_t k = 0; k < c; ++k)
-                      for (std::size_t m = 0; m < mult; ++m) yr[k * mult + m] += xr[k] * wr[k * mult + m];
-                  }
-                });
-                if (bp)  // after the taps, as TF's separate BiasAdd
-                  for (std::size_t o = 0; o < cm; ++o) yr[o] += bp[o];
-              }
-          }
-        });
+    const detail::depthwise_input in(x.value(), c, mult);
+    detail::depthwise_forward(in.data, w.value().data(), b ? b->value().data() : nullptr, g, y.data());
   }
 
   const bool record = b ? needs_grad(x, w, *b) : needs_grad(x, w);
   const var bias = b ? *b : var();
-  return make_result(std::move(y), record, [x, w, bias, g, mult](const tensor& dy) {
-    const std::size_t c = g.channels, cm = c * mult, taps = g.k_h * g.k_w;
-    const std::size_t image_in = g.in_h * g.in_w * c, image_out = g.out_h * g.out_w * cm;
-    const bool threads = detail::batch_threads(g.batch * image_out * taps);
-    const float* xp = x.value().data();
-    const float* wp = w.value().data();
-    const float* dyp = dy.data();
+  return make_result(std::move(y), record, [x, w, bias, g, c, mult](const tensor& dy) {
     if (w.requires_grad()) {
-      // One partial sum per image, added in image order: the result does not depend on threads.
-      std::vector<float> partial(g.batch * taps * cm, 0.0f);
-      kernels::parallel_for_items(g.batch, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t n = begin; n < end; ++n) {
-          const float* xn = xp + n * image_in;
-          const float* dyr = dyp + n * image_out;
-          float* dwn = partial.data() + n * taps * cm;
-          for (std::size_t oh = 0; oh < g.out_h; ++oh)
-            for (std::size_t ow = 0; ow < g.out_w; ++ow, dyr += cm)
-              detail::for_each_tap(g, oh, ow, [&](std::size_t i, std::size_t j, std::size_t pixel) {
-                const float* xr = xn + pixel * c;
-                float* dwr = dwn + (i * g.k_w + j) * cm;
-                if (mult == 1) {
-                  for (std::size_t k = 0; k < c; ++k) dwr[k] += xr[k] * dyr[k];
-                } else {
-                  for (std::size_t k = 0; k < c; ++k)
-                    for (std::size_t m = 0; m < mult; ++m) dwr[k * mult + m] += xr[k] * dyr[k * mult + m];
-                }
-              });
-        }
-      });
-      tensor dw = xt::zeros<float>(w.shape());
-      for (std::size_t n = 0; n < g.batch; ++n) {
-        const float* src = partial.data() + n * taps * cm;
-        for (std::size_t i = 0; i < taps * cm; ++i) dw.data()[i] += src[i];
-      }
+      const detail::depthwise_input in(x.value(), c, mult);
+      tensor dw = tensor::from_shape(w.shape());
+      detail::depthwise_filter_grad(in.data, dy.data(), g, dw.data());
       add_grad(w, std::move(dw));
     }
     if (bias.defined() && bias.requires_grad()) {
-      tensor db = xt::zeros<float>({cm});
-      kernels::add_column_sums(dyp, g.out_pixels(), cm, db.data());
+      tensor db = xt::zeros<float>({g.channels});
+      kernels::add_column_sums(dy.data(), g.out_pixels(), g.channels, db.data());
       add_grad(bias, std::move(db));
     }
     if (x.requires_grad()) {
       tensor dx = tensor::from_shape(x.shape());
-      float* dxp = dx.data();
-      kernels::parallel_for_items(g.batch, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t n = begin; n < end; ++n) {
-          float* dxn = dxp + n * image_in;
-          std::fill(dxn, dxn + image_in, 0.0f);
-          const float* dyr = dyp + n * image_out;
-          for (std::size_t oh = 0; oh < g.out_h; ++oh)
-            for (std::size_t ow = 0; ow < g.out_w; ++ow, dyr += cm)
-              detail::for_each_tap(g, oh, ow, [&](std::size_t i, std::size_t j, std::size_t pixel) {
-                float* dxr = dxn + pixel * c;
-                const float* wr = wp + (i * g.k_w + j) * cm;
-                if (mult == 1) {
-                  for (std::size_t k = 0; k < c; ++k) dxr[k] += dyr[k] * wr[k];
-                } else {
-                  for (std::size_t k = 0; k < c; ++k) {
-                    float s = 0.0f;
-                    for (std::size_t m = 0; m < mult; ++m) s += dyr[k * mult + m] * wr[k * mult + m];
-                    dxr[k] += s;
-                  }
-                }
-              });
+      if (mult == 1) {
+        detail::depthwise_input_grad(dy.data(), w.value().data(), g, dx.data());
+      } else {  // the repeated channels' gradients, then each channel's M copies added in order
+        std::vector<float> repeated(x.size() * mult);
+        detail::depthwise_input_grad(dy.data(), w.value().data(), g, repeated.data());
+        const float* src = repeated.data();
+        float* dst = dx.data();
+        for (std::size_t i = 0, n = x.size(); i < n; ++i, src += mult) {
+          float s = src[0];
+          for (std::size_t j = 1; j < mult; ++j) s += src[j];
+          dst[i] = s;
         }
-      });
+      }
       add_grad(x, std::move(dx));
     }
   });

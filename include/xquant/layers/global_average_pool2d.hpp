@@ -36,8 +36,11 @@ inline var global_average_pool2d(const var& x, bool keepdims = false,
       float* yr = yp + n * c;
       std::fill(yr, yr + c, 0.0f);
       const float* xr = xp + n * pixels * c;
-      for (std::size_t p = 0; p < pixels; ++p, xr += c)
+      for (std::size_t p = 0; p < pixels; ++p, xr += c) {
+        XQ_OMP_SIMD
         for (std::size_t k = 0; k < c; ++k) yr[k] += xr[k];
+      }
+      XQ_OMP_SIMD
       for (std::size_t k = 0; k < c; ++k) yr[k] /= count;  // reduce_mean: sum, then divide
     }
   });
@@ -50,8 +53,10 @@ inline var global_average_pool2d(const var& x, bool keepdims = false,
       for (std::size_t n = begin; n < end; ++n) {
         float* dxr = dxp + n * pixels * c;
         const float* dyr = dyp + n * c;
-        for (std::size_t p = 0; p < pixels; ++p, dxr += c)
+        for (std::size_t p = 0; p < pixels; ++p, dxr += c) {
+          XQ_OMP_SIMD
           for (std::size_t k = 0; k < c; ++k) dxr[k] = dyr[k] / count;  // TF's mean gradient divides
+        }
       }
     });
     add_grad(x, std::move(dx));

@@ -38,8 +38,10 @@ inline var global_max_pool2d(const var& x, bool keepdims = false, const std::str
       float* yr = yp + n * c;
       const float* xr = xp + n * pixels * c;
       std::copy(xr, xr + c, yr);
-      for (std::size_t p = 1; p < pixels; ++p)
+      for (std::size_t p = 1; p < pixels; ++p) {
+        XQ_OMP_SIMD
         for (std::size_t k = 0; k < c; ++k) yr[k] = xr[p * c + k] > yr[k] ? xr[p * c + k] : yr[k];
+      }
     }
   });
 
@@ -59,13 +61,17 @@ inline var global_max_pool2d(const var& x, bool keepdims = false, const std::str
         const float* xr = xp + n * pixels * c;
         const float* yr = yp + n * c;
         std::fill(share.begin(), share.end(), 0.0f);
-        for (std::size_t p = 0; p < pixels; ++p)
+        for (std::size_t p = 0; p < pixels; ++p) {
+          XQ_OMP_SIMD
           for (std::size_t k = 0; k < c; ++k) share[k] += xr[p * c + k] == yr[k] ? 1.0f : 0.0f;
+        }
         for (std::size_t k = 0; k < c; ++k) share[k] = 1.0f / share[k];  // TF: (indicators / count) * dy
         float* dxr = dxp + n * pixels * c;
         const float* dyr = dyp + n * c;
-        for (std::size_t p = 0; p < pixels; ++p)
+        for (std::size_t p = 0; p < pixels; ++p) {
+          XQ_OMP_SIMD
           for (std::size_t k = 0; k < c; ++k) dxr[p * c + k] = xr[p * c + k] == yr[k] ? share[k] * dyr[k] : 0.0f;
+        }
       }
     });
     add_grad(x, std::move(dx));

@@ -59,6 +59,7 @@ inline var max_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding 
             const float* xr = xn + pixel * c;
             const auto at = static_cast<std::uint32_t>(pixel);
             if (first) {
+              XQ_OMP_SIMD
               for (std::size_t k = 0; k < c; ++k) {
                 yr[k] = xr[k];
                 best[k] = at;
@@ -66,6 +67,7 @@ inline var max_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding 
               first = false;
               return;
             }
+            XQ_OMP_SIMD
             for (std::size_t k = 0; k < c; ++k) {  // strictly greater: the first max stays
               const bool wins = xr[k] > yr[k];
               yr[k] = wins ? xr[k] : yr[k];
