@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,59 @@ namespace xq {
 
 namespace detail {
 
-/// Uninitialized float storage a backward step can own (std::function needs copies).
-inline std::shared_ptr<float[]> workspace(std::size_t n) { return std::shared_ptr<float[]>(new float[n]); }
+/// Recycles the large scratch buffers of the lowered convolutions (column matrices).
+/// Freed to the allocator, a buffer of megabytes goes back to the OS (glibc trims or
+/// unmaps it), and the next call pays a page fault per 4 KiB it touches again: that
+/// made an inference 3x3 32->64 conv on 64 14x14 images 9.0 ms instead of 3.1 ms.
+class workspace_pool {
+ public:
+  /// The process-wide pool (never destroyed: buffers may be released at exit).
+  static workspace_pool& instance() {
+    static auto* pool = new workspace_pool;
+    return *pool;
+  }
+
+  /// At least `n` uninitialized floats; back to the pool when the last owner lets go.
+  std::shared_ptr<float[]> get(std::size_t n) {
+    std::unique_ptr<float[]> buffer;
+    std::size_t size = n;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::size_t best = free_.size();
+      for (std::size_t i = 0; i < free_.size(); ++i)  // the smallest that fits
+        if (free_[i].size >= n && (best == free_.size() || free_[i].size < free_[best].size)) best = i;
+      if (best != free_.size()) {
+        buffer = std::move(free_[best].data);
+        size = free_[best].size;
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+      }
+    }
+    if (!buffer) buffer.reset(new float[n]);
+    float* raw = buffer.release();
+    return std::shared_ptr<float[]>(raw, [this, size](float* p) { put(std::unique_ptr<float[]>(p), size); });
+  }
+
+ private:
+  struct entry {
+    std::unique_ptr<float[]> data;
+    std::size_t size;
+  };
+  void put(std::unique_ptr<float[]> p, std::size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back({std::move(p), size});
+    if (free_.size() > max_cached) {  // keep the largest ones: they serve any request
+      auto smallest = std::min_element(free_.begin(), free_.end(),
+                                       [](const entry& a, const entry& b) { return a.size < b.size; });
+      free_.erase(smallest);
+    }
+  }
+  static constexpr std::size_t max_cached = 8;
+  std::mutex mutex_;
+  std::vector<entry> free_;
+};
+
+/// Uninitialized float storage (from the pool) a backward step can own.
+inline std::shared_ptr<float[]> workspace(std::size_t n) { return workspace_pool::instance().get(n); }
 
 /// Images per block of the lowered GEMMs: about XQ_CONV_BLOCK_BYTES of column matrix,
 /// so im2col's output is still in cache when the GEMM reads it, and the input-gradient
