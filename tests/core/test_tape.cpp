@@ -135,3 +135,20 @@ TEST_CASE("dense rejects a wrong input width naming its path", "[core][errors]")
     CHECK(std::string(e.what()) == "dense_1: expected input of shape (N, 8), given (3, 7)");
   }
 }
+
+namespace readme_like {
+struct block {
+  xq::dense fc{4};
+  XQ_CHILDREN(fc)
+  xq::var operator()(const xq::var& x) { return fc(x); }
+};
+}  // namespace readme_like
+
+TEST_CASE("sequential names a composite child after its type", "[core][sequential]") {
+  xq::sequential<readme_like::block, readme_like::block, xq::dense> s(readme_like::block{},
+                                                                        readme_like::block{}, xq::dense(2));
+  xq::build(s, {1, 3});
+  CHECK(s.get<0>().fc.path() == "block/fc");
+  CHECK(s.get<1>().fc.path() == "block_1/fc");
+  CHECK(s.get<1>().fc.kernel()->name() == "block_1/fc/kernel");
+}

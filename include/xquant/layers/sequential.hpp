@@ -1,11 +1,14 @@
 #pragma once
 /// \file sequential.hpp
 /// `xq::sequential<L...>`: layers called one after the other (Keras's Sequential),
-/// a composite whose children are its layers, named after each layer's name and
-/// made unique Keras-style ("conv2d", "conv2d_1", ...).
+/// a composite whose children are its layers, named after each layer's name (a
+/// composite without one: after its type) and made unique Keras-style ("conv2d",
+/// "conv2d_1", ...).
 
+#include <cstdlib>
 #include <string>
 #include <tuple>
+#include <typeinfo>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -15,9 +18,32 @@
 #include "../core/model.hpp"
 #include "../core/var.hpp"
 
+#if defined(__GNUG__)
+#include <cxxabi.h>
+#endif
+
 namespace xq {
 
 namespace detail {
+
+/// The unqualified name of a type without template arguments ("conv_block" for
+/// `fashion::conv_block<xq::conv2d>`): a composite without a name() is named after its
+/// type, as Keras names a subclassed layer after its class.
+template <class T>
+std::string type_short_name() {
+  const char* raw = typeid(T).name();
+  std::string name = raw;
+#if defined(__GNUG__)
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(raw, nullptr, nullptr, &status);
+  if (status == 0 && demangled) name = demangled;
+  std::free(demangled);
+#endif
+  if (auto angle = name.find('<'); angle != std::string::npos) name.erase(angle);
+  if (auto colon = name.rfind("::"); colon != std::string::npos) name.erase(0, colon + 2);
+  return name.empty() ? std::string("layer") : name;
+}
+
 template <class T, class = void>
 struct has_name : std::false_type {};
 template <class T>
@@ -76,8 +102,12 @@ class sequential {
     std::apply(
         [&](auto&... l) {
           auto one = [&](auto& layer) {
-            std::string base = "layer";
-            if constexpr (detail::has_name<std::decay_t<decltype(layer)>>::value) base = layer.name();
+            using child_type = std::decay_t<decltype(layer)>;
+            std::string base;
+            if constexpr (detail::has_name<child_type>::value)
+              base = layer.name();
+            else
+              base = detail::type_short_name<child_type>();
             int n = seen[base]++;
             names_.push_back(n == 0 ? base : base + "_" + std::to_string(n));
           };
