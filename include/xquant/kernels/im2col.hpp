@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 
 #include "../config.hpp"
 #include "gemm.hpp"  // <cblas.h>: tells whether the BLAS has a thread pool
@@ -88,6 +87,18 @@ void for_each_tap(const window2d& g, std::size_t oh, std::size_t ow, Tap&& tap) 
   }
 }
 
+/// Copies / zeroes a run of floats. Runs here are short (a tap's channels: 3 floats for
+/// a 3x3 kernel on one channel), where a memcpy/memset call per run cost more than the
+/// copy (17% of a 28x28x1 -> 32 conv step).
+XQ_ALWAYS_INLINE void copy_run(float* dst, const float* src, std::size_t n) {
+  XQ_OMP_SIMD
+  for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+XQ_ALWAYS_INLINE void zero_run(float* dst, std::size_t n) {
+  XQ_OMP_SIMD
+  for (std::size_t i = 0; i < n; ++i) dst[i] = 0.0f;
+}
+
 }  // namespace xq::detail
 
 namespace xq::kernels {
@@ -119,20 +130,20 @@ inline void im2col(const float* x, const window2d& g, float* cols) {
           for (std::size_t kh = 0; kh < g.k_h; ++kh) {
             float* dst = row + kh * g.k_w * c;
             if (kh < rows.lo || kh >= rows.hi) {
-              std::fill(dst, dst + g.k_w * c, 0.0f);
+              xq::detail::zero_run(dst, g.k_w * c);
               continue;
             }
             const std::size_t ih = static_cast<std::size_t>(ih0 + static_cast<std::ptrdiff_t>(kh * g.dilation_h));
-            std::fill(dst, dst + taps.lo * c, 0.0f);
-            std::fill(dst + taps.hi * c, dst + g.k_w * c, 0.0f);
+            xq::detail::zero_run(dst, taps.lo * c);
+            xq::detail::zero_run(dst + taps.hi * c, (g.k_w - taps.hi) * c);
             if (taps.hi == taps.lo) continue;
             const float* src =
                 xn + (ih * g.in_w + static_cast<std::size_t>(iw0 + static_cast<std::ptrdiff_t>(taps.lo * g.dilation_w))) * c;
             if (g.dilation_w == 1) {  // the taps are adjacent pixels: one contiguous run
-              std::memcpy(dst + taps.lo * c, src, (taps.hi - taps.lo) * c * sizeof(float));
+              xq::detail::copy_run(dst + taps.lo * c, src, (taps.hi - taps.lo) * c);
             } else {
               for (std::size_t kw = taps.lo; kw < taps.hi; ++kw, src += g.dilation_w * c)
-                std::memcpy(dst + kw * c, src, c * sizeof(float));
+                xq::detail::copy_run(dst + kw * c, src, c);
             }
           }
         }

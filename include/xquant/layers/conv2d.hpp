@@ -139,7 +139,7 @@ inline var conv2d(const var& x, const var& w, const var* b, const conv2d_geometr
     float* yb = y.data() + first * f;
     if (b) {
       const float* bias = b->value().data();
-      for (std::size_t r = 0; r < count; ++r) std::copy(bias, bias + f, yb + r * f);
+      for (std::size_t r = 0; r < count; ++r) detail::copy_run(yb + r * f, bias, f);
     }
     kernels::gemm(false, false, count, f, k, 1.0f, a, k, w.value().data(), f, b ? 1.0f : 0.0f, yb, f);
   };
