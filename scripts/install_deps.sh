@@ -25,6 +25,7 @@ apt_packages=(
   catch2
   libbenchmark-dev
   libopenblas-dev
+  libopenblas-openmp-dev
   zlib1g-dev
   dataset-fashion-mnist
 )

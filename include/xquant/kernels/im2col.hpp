@@ -53,7 +53,9 @@ inline tap_range valid_taps(std::ptrdiff_t first, std::size_t taps, std::size_t 
 /// Whether the BLAS runs GEMMs on a thread pool of its own (OpenBLAS's pthreads build).
 inline bool blas_has_thread_pool() {
 #if defined(OPENBLAS_VERSION)
-  return openblas_get_num_threads() > 1;
+  // openblas_get_parallel(): 0 sequential, 1 its own pthreads pool, 2 OpenMP (the
+  // build CMake prefers when OpenMP is on: then the GEMMs use OpenMP's pool too).
+  return openblas_get_parallel() == 1 && openblas_get_num_threads() > 1;
 #else
   return false;
 #endif
