@@ -11,6 +11,8 @@
 ///  - train/                               losses, sgd/adam/adamw, schedules, fit/evaluate
 ///  - io/                                  IDX (MNIST format), Fashion-MNIST, .npy
 ///  - quant/                               every peer's fake-quant operator, bit for bit
+///  - quantizers/                          Larq's quantizers as layers, their metrics
+///  - summary/                             the model summary (Larq's, any bit widths)
 ///  - kernels/                             the policies and the walkers behind them; GEMM, im2col
 
 #include "config.hpp"
@@ -46,10 +48,15 @@
 #include "layers/global_max_pool2d.hpp"
 #include "layers/max_pool2d.hpp"
 #include "layers/multiply.hpp"
+#include "layers/quant_conv2d.hpp"
+#include "layers/quant_dense.hpp"
+#include "layers/quant_depthwise_conv2d.hpp"
+#include "layers/quant_separable_conv2d.hpp"
 #include "layers/reshape.hpp"
 #include "layers/sequential.hpp"
 #include "layers/tied_dense.hpp"
 #include "layers/tied_projection.hpp"
+#include "layers/weight_clip.hpp"
 #include "quant/tf_fake_quant.hpp"
 #include "quant/tf_quantize_and_dequantize.hpp"
 #include "quant/tfmot_quantizers.hpp"
@@ -61,6 +68,22 @@
 #include "quantize/quantize.hpp"
 #include "quantize/quantize_model.hpp"
 #include "quantize/registry.hpp"
+#include "quantizers/approx_sign.hpp"
+#include "quantizers/dorefa.hpp"
+#include "quantizers/lsq_quantizer.hpp"
+#include "quantizers/magnitude_aware_sign.hpp"
+#include "quantizers/model_metrics.hpp"
+#include "quantizers/no_quantizer.hpp"
+#include "quantizers/noop_quantizer.hpp"
+#include "quantizers/quantizer_metrics.hpp"
+#include "quantizers/ste_heaviside.hpp"
+#include "quantizers/ste_sign.hpp"
+#include "quantizers/ste_tern.hpp"
+#include "quantizers/swish_sign.hpp"
+#include "summary/print_summary.hpp"
+#include "summary/summarize.hpp"
+#include "train/bop.hpp"
+#include "train/case_optimizer.hpp"
 #include "train/adam.hpp"
 #include "train/dataset.hpp"
 #include "train/fit.hpp"

@@ -2,6 +2,7 @@
 /// \file parameter.hpp
 /// A layer's weight: a named, shareable value with a gradient.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,9 +37,20 @@ class parameter : public variable_state {
     requires_grad = on;
   }
 
+  /// A projection applied to the value after every optimizer update (Keras's
+  /// `kernel_constraint`, e.g. Larq's weight clipping of latent binary weights).
+  /// Empty: none. Every optimizer calls `apply_constraint()` after it steps the value.
+  using constraint_function = std::function<void(tensor& value)>;
+  void set_constraint(constraint_function c) { constraint_ = std::move(c); }
+  const constraint_function& constraint() const noexcept { return constraint_; }
+  void apply_constraint() {
+    if (constraint_) constraint_(value);
+  }
+
  private:
   std::string short_name_, name_;
   bool trainable_;
+  constraint_function constraint_;
 };
 
 using parameter_ptr = std::shared_ptr<parameter>;

@@ -28,6 +28,10 @@
 /// model's own; the model is rebuilt by the code that built it, the checkpoint only
 /// brings its numbers back. Optimizer options (learning rate, betas) are recorded but not
 /// checked: a run may resume with another learning rate.
+///
+/// The optimizer may be an xq::adam, adamw, sgd or bop, or an xq::case_optimizer of them:
+/// a case_optimizer is stored as type "case" with one member entry per optimizer, in
+/// order, and loads into a case_optimizer of the same member types.
 
 #include <algorithm>
 #include <cstddef>
@@ -48,6 +52,8 @@
 #include "../quantize/batch_norm_folding.hpp"
 #include "../quantize/quantize_model.hpp"
 #include "../train/adam.hpp"
+#include "../train/bop.hpp"
+#include "../train/case_optimizer.hpp"
 #include "../train/sgd.hpp"
 #include "atomic_file.hpp"
 #include "checkpoint_format.hpp"
@@ -252,11 +258,47 @@ inline checkpoint_optimizer capture_optimizer(const sgd& o) {
   return c;
 }
 
+inline checkpoint_optimizer capture_optimizer(const bop& o) {
+  checkpoint_optimizer c;
+  c.type = "bop";
+  c.iterations = o.iterations();
+  c.options = {{"threshold", o.threshold()}, {"gamma", o.gamma()}};
+  const auto names = optimizer_parameter_names(o.parameters(), "xq::save_checkpoint");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const bop_state& st = o.state()[i];
+    checkpoint_slot slot;
+    slot.parameter = names[i];
+    slot.step = st.step;
+    if (st.step > 0) slot.tensors.emplace_back("m", st.m);
+    c.slots.push_back(std::move(slot));
+  }
+  return c;
+}
+
+/// A case_optimizer: type "case", no slots of its own, one member entry per optimizer.
+template <class... O>
+checkpoint_optimizer capture_optimizer(const case_optimizer<O...>& o) {
+  checkpoint_optimizer c;
+  c.type = "case";
+  o.for_each_optimizer([&](const auto& m) { c.members.push_back(capture_optimizer(m)); });
+  // The state is keyed by parameter name across all members.
+  optimizer_parameter_names(o.parameters(), "xq::save_checkpoint");
+  return c;
+}
+
+template <class Optimizer>
+struct is_checkpointable_optimizer
+    : std::bool_constant<std::is_base_of_v<adam, Optimizer> || std::is_same_v<sgd, Optimizer> ||
+                         std::is_same_v<bop, Optimizer>> {};
+template <class... O>
+struct is_checkpointable_optimizer<case_optimizer<O...>>
+    : std::bool_constant<(is_checkpointable_optimizer<O>::value && ...)> {};
+
 template <class Optimizer>
 constexpr void check_optimizer_type() {
-  static_assert(std::is_base_of_v<adam, Optimizer> || std::is_same_v<sgd, Optimizer>,
-                "xquant: checkpoints hold the state of xq::adam, xq::adamw and xq::sgd; pass one of "
-                "them (not const, when loading) or none");
+  static_assert(is_checkpointable_optimizer<Optimizer>::value,
+                "xquant: checkpoints hold the state of xq::adam, xq::adamw, xq::sgd, xq::bop and an "
+                "xq::case_optimizer of them; pass one of them (not const, when loading) or none");
 }
 
 // ---- loading: match, then apply -------------------------------------------------
@@ -457,19 +499,61 @@ std::vector<State> plan_slots(checkpoint_optimizer& c, const std::vector<paramet
 
 inline std::string optimizer_type_of(const adam& o) { return o.decoupled_weight_decay() ? "adamw" : "adam"; }
 inline std::string optimizer_type_of(const sgd&) { return "sgd"; }
+inline std::string optimizer_type_of(const bop&) { return "bop"; }
+template <class... O>
+std::string optimizer_type_of(const case_optimizer<O...>&) {
+  return "case";
+}
+
+template <class Optimizer>
+std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, Optimizer& o, const std::string& source,
+                                           const std::string& where);
 
 template <class Optimizer>
 std::function<void()> plan_optimizer(checkpoint_state& s, Optimizer& o, const std::string& source) {
-  const std::string type = optimizer_type_of(o);
   if (!s.optimizer)
     throw argument_error("optimizer",
-                         concat(type, " state in the checkpoint (saved with save_checkpoint(path, model, optimizer))"),
+                         concat(optimizer_type_of(o),
+                                " state in the checkpoint (saved with save_checkpoint(path, model, optimizer))"),
                          concat("a checkpoint without optimizer state ", in_file(source)));
-  checkpoint_optimizer& c = *s.optimizer;
+  return plan_optimizer_state(*s.optimizer, o, source, "optimizer");
+}
+
+/// Checks `c` against `o` (type, parameter names, state shapes) and returns what
+/// applies it; `where` names the optimizer in errors ("optimizer", "optimizer #1").
+template <class Optimizer>
+std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, Optimizer& o, const std::string& source,
+                                           const std::string& where) {
+  const std::string type = optimizer_type_of(o);
   if (c.type != type)
-    throw argument_error("optimizer", concat(type, " state (the optimizer given)"),
+    throw argument_error(where, concat(type, " state (the optimizer given)"),
                          concat(c.type, " state ", in_file(source)));
-  if constexpr (std::is_base_of_v<adam, Optimizer>) {
+  if constexpr (is_case_optimizer_v<Optimizer>) {
+    if (c.members.size() != o.size())
+      throw argument_error(where, concat("a case_optimizer of ", o.size(), " optimizers (the optimizer given)"),
+                           concat("one of ", c.members.size(), " ", in_file(source)));
+    std::vector<std::function<void()>> apply;
+    std::size_t i = 0;
+    o.for_each_optimizer([&](auto& m) {
+      apply.push_back(plan_optimizer_state(c.members[i], m, source, concat(where, " #", i)));
+      ++i;
+    });
+    return [apply = std::move(apply)] {
+      for (const auto& f : apply) f();
+    };
+  } else if constexpr (std::is_same_v<bop, Optimizer>) {
+    auto fill = [](bop_state& st, checkpoint_slot& slot, auto& take) {
+      st.step = slot.step;
+      if (slot.step > 0) st.m = take("m");
+    };
+    auto states = plan_slots<bop_state>(c, o.parameters(), source, fill);
+    const std::size_t iterations = c.iterations;
+    auto shared = std::make_shared<std::vector<bop_state>>(std::move(states));
+    return [&o, shared, iterations] {
+      o.state() = std::move(*shared);
+      o.set_iterations(iterations);
+    };
+  } else if constexpr (std::is_base_of_v<adam, Optimizer>) {
     const bool amsgrad = o.options().amsgrad;
     auto fill = [&](adam_state& st, checkpoint_slot& slot, auto& take) {
       st.step = slot.step;
@@ -524,7 +608,8 @@ checkpoint_state capture_checkpoint(Model& model, const Optimizer&... optimizer)
 
 }  // namespace detail::ckpt
 
-/// The bytes of a checkpoint of `model` (and `optimizer`: an xq::adam, adamw or sgd),
+/// The bytes of a checkpoint of `model` (and `optimizer`: an xq::adam, adamw, sgd, bop,
+/// or an xq::case_optimizer of them, whose members' states are all stored),
 /// as save_checkpoint writes them. Sets the model's paths (xq::set_paths).
 template <class Model, class... Optimizer>
 std::vector<std::uint8_t> save_checkpoint_bytes(Model& model, const Optimizer&... optimizer) {

@@ -83,10 +83,12 @@ struct checkpoint_slot {
 /// An optimizer's state. `options` are written for people and tools to read; they are
 /// not checked on load (a run may resume with another learning rate).
 struct checkpoint_optimizer {
-  std::string type;  ///< "adam", "adamw", "sgd"
+  std::string type;  ///< "adam", "adamw", "sgd", "bop"; "case" for an xq::case_optimizer
   std::size_t iterations = 0;
   std::vector<std::pair<std::string, double>> options;
   std::vector<checkpoint_slot> slots;  ///< one per optimizer parameter, in its order
+  /// A case_optimizer's members, in order (no slots of its own); empty for the others.
+  std::vector<checkpoint_optimizer> members;
 };
 
 /// Everything a checkpoint holds.
@@ -269,6 +271,34 @@ inline ordered_json encode_strings(const std::vector<std::string>& list) {
   return j;
 }
 
+/// One optimizer's map; a case_optimizer's adds "members", each an optimizer map.
+inline ordered_json encode_optimizer(const checkpoint_optimizer& o) {
+  ordered_json j = ordered_json::object();
+  j["type"] = o.type;
+  j["iterations"] = static_cast<std::uint64_t>(o.iterations);
+  ordered_json options = ordered_json::object();
+  for (const auto& kv : o.options) options[kv.first] = kv.second;
+  j["options"] = std::move(options);
+  ordered_json slots = ordered_json::array();
+  for (const auto& slot : o.slots) {
+    ordered_json e = ordered_json::object();
+    e["parameter"] = slot.parameter;
+    e["step"] = static_cast<std::uint64_t>(slot.step);
+    ordered_json tensors = ordered_json::object();
+    for (const auto& t : slot.tensors) tensors[t.first] = encode_tensor(t.second);
+    e["tensors"] = std::move(tensors);
+    slots.push_back(std::move(e));
+  }
+  j["state"] = std::move(slots);
+  // Only when there are members: files without a case_optimizer stay as they were.
+  if (!o.members.empty()) {
+    ordered_json members = ordered_json::array();
+    for (const auto& m : o.members) members.push_back(encode_optimizer(m));
+    j["members"] = std::move(members);
+  }
+  return j;
+}
+
 /// The payload: a CBOR map (docs/checkpoint_format.md, "Payload").
 inline std::vector<std::uint8_t> encode_payload(const checkpoint_state& s) {
   ordered_json p = ordered_json::object();
@@ -308,25 +338,7 @@ inline std::vector<std::uint8_t> encode_payload(const checkpoint_state& s) {
   }
   p["batch_norm_folds"] = std::move(folds);
   if (s.optimizer) {
-    const checkpoint_optimizer& o = *s.optimizer;
-    ordered_json j = ordered_json::object();
-    j["type"] = o.type;
-    j["iterations"] = static_cast<std::uint64_t>(o.iterations);
-    ordered_json options = ordered_json::object();
-    for (const auto& kv : o.options) options[kv.first] = kv.second;
-    j["options"] = std::move(options);
-    ordered_json slots = ordered_json::array();
-    for (const auto& slot : o.slots) {
-      ordered_json e = ordered_json::object();
-      e["parameter"] = slot.parameter;
-      e["step"] = static_cast<std::uint64_t>(slot.step);
-      ordered_json tensors = ordered_json::object();
-      for (const auto& t : slot.tensors) tensors[t.first] = encode_tensor(t.second);
-      e["tensors"] = std::move(tensors);
-      slots.push_back(std::move(e));
-    }
-    j["state"] = std::move(slots);
-    p["optimizer"] = std::move(j);
+    p["optimizer"] = encode_optimizer(*s.optimizer);
   } else {
     p["optimizer"] = nullptr;
   }
@@ -372,8 +384,7 @@ class payload_reader {
     if (!o.is_null()) s.optimizer = optimizer(o, "optimizer");
     unique(s.parameters, [](const checkpoint_parameter& q) { return q.name; }, "parameters", "name");
     unique(s.quantizers, [](const checkpoint_quantizer& q) { return q.path; }, "quantizers", "path");
-    if (s.optimizer)
-      unique(s.optimizer->slots, [](const checkpoint_slot& q) { return q.parameter; }, "optimizer.state", "parameter");
+    if (s.optimizer) unique_slots(*s.optimizer, "optimizer");
     return s;
   }
 
@@ -594,7 +605,24 @@ class payload_reader {
         slot.tensors.emplace_back(it.key(), tensor_value(it.value(), sub(w, "tensors") + "." + it.key()));
       o.slots.push_back(std::move(slot));
     }
+    const auto members = j.find("members");  // optional: a case_optimizer's members
+    if (members != j.end()) {
+      require_array(*members, sub(where, "members"));
+      for (std::size_t i = 0; i < members->size(); ++i)
+        o.members.push_back(optimizer((*members)[i], at(sub(where, "members"), i)));
+    }
     return o;
+  }
+
+  /// No parameter twice in one optimizer's state, nor in two members of a case_optimizer.
+  void unique_slots(const checkpoint_optimizer& o, const std::string& where) const {
+    std::vector<std::string> names;
+    collect_slot_names(o, names);
+    unique(names, [](const std::string& n) { return n; }, (where + ".state").c_str(), "parameter");
+  }
+  static void collect_slot_names(const checkpoint_optimizer& o, std::vector<std::string>& out) {
+    for (const auto& slot : o.slots) out.push_back(slot.parameter);
+    for (const auto& m : o.members) collect_slot_names(m, out);
   }
 
   template <class T, class Key>

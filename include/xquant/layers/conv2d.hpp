@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../core/layer.hpp"
+#include "../core/op_observer.hpp"
 #include "../core/random.hpp"
 #include "../core/shape_check.hpp"
 #include "../core/tape.hpp"
@@ -157,6 +158,7 @@ inline var conv2d(const var& x, const var& w, const var* b, const conv2d_geometr
     }
   }
   if (!keep_cols) cols.reset();
+  notify_op(path, "conv2d", y.shape(), w.shape());  // for xq::summarize's MAC count
 
   const var bias = b ? *b : var();
   return make_result(std::move(y), record, [x, w, bias, g, cols, pointwise, m, k, f](const tensor& dy) mutable {

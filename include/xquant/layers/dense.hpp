@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../core/layer.hpp"
+#include "../core/op_observer.hpp"
 #include "../core/random.hpp"
 #include "../core/shape_check.hpp"
 #include "../core/tape.hpp"
@@ -39,6 +40,7 @@ inline var matmul_bias(const var& x, const var& w, const var* b, const std::stri
   }
   kernels::gemm(false, false, rows, out, in, 1.0f, x.value().data(), in, w.value().data(), out,
                 b ? 1.0f : 0.0f, y.data(), out);
+  notify_op(path, "matmul", y.shape(), w.shape());  // for xq::summarize's MAC count
 
   const bool record = b ? needs_grad(x, w, *b) : needs_grad(x, w);
   var bias = b ? *b : var();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../core/layer.hpp"
+#include "../core/op_observer.hpp"
 #include "../core/random.hpp"
 #include "../core/shape_check.hpp"
 #include "../core/tape.hpp"
@@ -154,6 +155,7 @@ inline var depthwise_conv2d(const var& x, const var& w, const var* b, const conv
     const detail::depthwise_input in(x.value(), c, mult);
     detail::depthwise_forward(in.data, w.value().data(), b ? b->value().data() : nullptr, g, y.data());
   }
+  notify_op(path, "depthwise_conv2d", y.shape(), w.shape());  // for xq::summarize's MAC count
 
   const bool record = b ? needs_grad(x, w, *b) : needs_grad(x, w);
   const var bias = b ? *b : var();

@@ -10,6 +10,7 @@
 /// | pools, activations, flatten, reshape, dropout  | input_quantized<L>    |
 /// | add, concatenate, multiply                     | inputs_quantized<L>   |
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
+/// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
 ///
 /// Which of a twin's quantizers are on is not decided here but by the scheme
 /// (quantization_scheme.hpp: NVIDIA's supported-layer matrix by default) and the
@@ -31,6 +32,10 @@
 #include "../layers/global_max_pool2d.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/multiply.hpp"
+#include "../layers/quant_conv2d.hpp"
+#include "../layers/quant_dense.hpp"
+#include "../layers/quant_depthwise_conv2d.hpp"
+#include "../layers/quant_separable_conv2d.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/sequential.hpp"
 #include "../layers/tied_dense.hpp"
@@ -96,5 +101,20 @@ template <class Layer> struct quantize<weight_quantized<Layer>> { using type = w
 template <class Layer> struct quantize<input_quantized<Layer>> { using type = input_quantized<Layer>; };
 template <class Layer> struct quantize<inputs_quantized<Layer>> { using type = inputs_quantized<Layer>; };
 template <> struct quantize<quantized_batch_norm> { using type = quantized_batch_norm; };
+
+/// Larq's quant layers already carry their own quantizers: their twin is a copy of
+/// themselves (sharing the parameters), outside every scheme's QDQ placement.
+template <class InputQ, class KernelQ>
+struct quantize<quant_dense<InputQ, KernelQ>> { using type = quant_dense<InputQ, KernelQ>; };
+template <class InputQ, class KernelQ>
+struct quantize<quant_conv2d<InputQ, KernelQ>> { using type = quant_conv2d<InputQ, KernelQ>; };
+template <class InputQ, class DepthwiseQ>
+struct quantize<quant_depthwise_conv2d<InputQ, DepthwiseQ>> {
+  using type = quant_depthwise_conv2d<InputQ, DepthwiseQ>;
+};
+template <class InputQ, class DepthwiseQ, class PointwiseQ>
+struct quantize<quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>> {
+  using type = quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>;
+};
 
 }  // namespace xq

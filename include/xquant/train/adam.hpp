@@ -9,6 +9,7 @@
 ///     m  = lerp(m, g, 1 - beta1)               (= beta1 * m + (1 - beta1) * g)
 ///     v  = beta2 * v + (1 - beta2) * g * g
 ///     w -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + epsilon)
+///     w  = constraint(w)                       (if the parameter has one, as Keras)
 ///
 /// (amsgrad: v in the denominator is the running maximum of v.) Scalars are
 /// combined in double and applied in float, in PyTorch's order and with the fused
@@ -125,6 +126,8 @@ class adam {
         const float denom = std::sqrt(second) / f_bc2_sqrt + eps;
         w[j] = w[j] + neg_step_size * m[j] / denom;
       }
+      // Keras applies `var.constraint` after each update (Larq's WeightClip on latent weights).
+      p.apply_constraint();
     }
     ++iterations_;
   }

@@ -38,6 +38,7 @@
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
 #include "../quant/tensor.hpp"
+#include "../quantizers/model_metrics.hpp"
 #include "dataset.hpp"
 #include "metrics.hpp"
 #include "progress.hpp"
@@ -59,6 +60,10 @@ struct epoch_record {
   std::optional<double> val_metric;
   double seconds = 0.0;  ///< training time of the epoch (validation not included)
   double samples_per_second = 0.0;
+  /// The model's quantizer metrics over the epoch's training steps, in model order:
+  /// ("flip_ratio/<path>", value), ("gradient_flow/<path>", value) for every quantizer
+  /// that keeps them (quantizers/model_metrics.hpp); empty when none does.
+  std::vector<std::pair<std::string, double>> quantizer_metrics;
 };
 
 /// Everything `fit` measured, one record per epoch run.
@@ -220,6 +225,11 @@ tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) 
 /// on, a fresh tape, forward, `loss(output, targets)`, backward, `opt.step()`,
 /// `opt.zero_grad()`. The same seed (and the same initial weights) gives the
 /// same batches and so bit-identical weights. Returns the per-epoch history.
+///
+/// The quantizers' metrics (flip ratio, gradient flow; those turned on) are reset at
+/// each epoch's start and read at its end, after the training steps and before
+/// validation, into `epoch_record::quantizer_metrics` and the progress output (as
+/// Keras resets a model's metrics each epoch and reports Larq's with the others).
 template <class Model, class Optimizer, class Loss>
 fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train, const fit_options& opts = {}) {
   train.validate("xq::fit");
@@ -247,6 +257,7 @@ fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train,
     running_mean loss_mean, metric_mean;
     std::size_t samples = 0;
     bar.begin_epoch(epoch);
+    reset_quantizer_metrics(model);
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t s = 0; s < steps; ++s) {
       batch b = make_batch(train, order, s * opts.batch_size, opts.batch_size);
@@ -276,12 +287,13 @@ fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train,
     r.samples_per_second = r.seconds > 0.0 ? static_cast<double>(samples) / r.seconds : 0.0;
     r.loss = loss_mean.mean();
     if (has_metric) r.metric = metric_mean.mean();
+    r.quantizer_metrics = quantizer_metrics(model);
     if (opts.validation) {
       const evaluation v = evaluate(model, loss, *opts.validation, opts.batch_size, opts.metric);
       r.val_loss = v.loss;
       r.val_metric = v.metric;
     }
-    bar.end_epoch(samples, r.loss, r.metric, r.seconds, r.val_loss, r.val_metric);
+    bar.end_epoch(samples, r.loss, r.metric, r.seconds, r.val_loss, r.val_metric, r.quantizer_metrics);
     history.epochs.push_back(r);
     if (!opts.on_epoch_end(history.epochs.back())) {
       history.stopped_early = true;

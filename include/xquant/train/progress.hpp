@@ -13,6 +13,14 @@
 ///     epoch 2/10 - step 469/469 - loss: 0.4123 - accuracy: 0.8512 - 3521 samples/s - 2.1s - val_loss: 0.4500 - val_accuracy: 0.8400
 ///
 /// Loss and metrics are the running means of the epoch so far.
+///
+/// Quantizer metrics (flip ratio, gradient flow; quantizers/model_metrics.hpp), when
+/// the model keeps some, follow the epoch's last line in both styles, one indented
+/// line each, names aligned, so ten quantizers stay readable:
+///
+///     epoch 2/10 - step 469/469 - loss: 0.4123 - accuracy: 0.8512 - 3521 samples/s - 2.1s
+///         flip_ratio/quant_dense/kernel_quantizer:    0.0123
+///         gradient_flow/quant_dense/input_quantizer:  0.8750
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +33,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #if defined(_WIN32)
 #include <io.h>
@@ -145,10 +154,12 @@ class progress {
     out_->flush();
   }
 
-  /// Ends the epoch: the final running means, its training time, and the
-  /// validation results when there were some.
+  /// Ends the epoch: the final running means, its training time, the validation
+  /// results when there were some, and named figures (the quantizer metrics), each
+  /// on an indented line of its own after the epoch's line.
   void end_epoch(std::size_t samples, double loss, std::optional<double> metric, double seconds,
-                 std::optional<double> val_loss = {}, std::optional<double> val_metric = {}) {
+                 std::optional<double> val_loss = {}, std::optional<double> val_metric = {},
+                 const std::vector<std::pair<std::string, double>>& named = {}) {
     if (style_ == progress_style::silent) return;
     std::string line = head(steps_, style_ == progress_style::terminal) +
                        fields(loss, metric, rate(samples, seconds)) + " - " + detail::format_elapsed(seconds);
@@ -161,6 +172,11 @@ class progress {
     } else {
       *out_ << line << '\n';
     }
+    std::size_t name_width = 0;
+    for (const auto& n : named) name_width = std::max(name_width, n.first.size());
+    for (const auto& n : named)
+      *out_ << "    " << n.first << ':' << std::string(name_width - n.first.size() + 2, ' ') << number(n.second)
+            << '\n';
     out_->flush();
   }
 

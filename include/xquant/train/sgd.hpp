@@ -8,6 +8,7 @@
 ///     b  = momentum * b + (1 - dampening) * g  (later steps)
 ///     g  = nesterov ? g + momentum * b : b     (when momentum != 0)
 ///     w -= lr * g
+///     w  = constraint(w)                       (if the parameter has one, as Keras)
 ///
 /// Keras's SGD differs: it keeps v = momentum * v - lr * g (the learning rate
 /// inside the buffer, so a changing rate acts differently), Nesterov is
@@ -91,6 +92,7 @@ class sgd {
           if (decay != 0.0f) g = std::fma(w[j], decay, g);
           w[j] = std::fma(g, neg_lr, w[j]);
         }
+        p.apply_constraint();
         continue;
       }
       sgd_state& s = state_[i];
@@ -109,6 +111,7 @@ class sgd {
         g = options_.nesterov ? std::fma(b[j], momentum, g) : b[j];
         w[j] = std::fma(g, neg_lr, w[j]);
       }
+      p.apply_constraint();
     }
     ++iterations_;
   }

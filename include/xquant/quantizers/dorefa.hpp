@@ -1,0 +1,136 @@
+#pragma once
+/// \file dorefa.hpp
+/// `xq::dorefa`: the k-bit quantizer of DoReFa-Net (Larq's `DoReFa`), for
+/// activations or weights.
+///
+/// With n = 2^k_bit - 1 and round = round half to even (TF's tf.round):
+///  - mode activations: q(x) = round(clip(x, 0, 1) · n) / n, levels i/n in [0, 1];
+///    the gradient is dy where 0 <= x <= 1 (both ends inclusive), else 0;
+///  - mode weights: t = tanh(x), u = t / (2 · max|t|) + 1/2 (0 + 1/2 when max|t| = 0,
+///    Larq's divide_no_nan), q(x) = 2 · round(u · n) / n - 1, levels in [-1, 1]; the
+///    gradient goes straight through the rounding and back through the normalisation
+///    and the tanh (max|t| held constant): dx = (2·dy) / (2·max|t|) · (1 - t²).
+///
+/// Bit for bit as Larq: the same float operations in the same order, with TF's tanh
+/// (larq_math.hpp) and denormals flushed. So k_bit = 1 sends 0.5 to 0 (a tie, to even)
+/// and k_bit = 2 sends 0.5 to 2/3 (1.5 rounds to 2). One difference: TF's clip of
+/// -0.0 gives +0.0 for elements its vector loop handles and -0.0 for the few in its
+/// scalar tail; xquant gives +0.0 for all of them.
+///
+/// \code
+///   xq::dorefa act;                                   // k_bit 2, activations
+///   xq::dorefa w(4, xq::dorefa_mode::weights);        // or xq::dorefa(4, "weights")
+/// \endcode
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "../core/error.hpp"
+#include "../core/fp_environment.hpp"
+#include "larq_math.hpp"
+#include "quantizer_layer.hpp"
+
+namespace xq {
+
+/// What `xq::dorefa` quantizes: activations (hard clip to [0, 1]) or weights (tanh,
+/// max-normalised, levels in [-1, 1]).
+enum class dorefa_mode { activations, weights };
+
+/// Larq's `DoReFa` quantizer (precision k_bit).
+class dorefa : public quantizer_layer<dorefa> {
+ public:
+  /// `k_bit` in [1, 24] (n = 2^k_bit - 1 must be exact in float32), Larq's default 2.
+  explicit dorefa(int k_bit = 2, dorefa_mode mode = dorefa_mode::activations)
+      : quantizer_layer<dorefa>("dorefa"), k_bit_(k_bit), mode_(mode) {
+    if (k_bit < 1 || k_bit > 24)
+      throw argument_error("xq::dorefa", "k_bit in [1, 24]", detail::concat(k_bit));
+    if (mode != dorefa_mode::activations && mode != dorefa_mode::weights)
+      throw argument_error("xq::dorefa", "mode activations or weights",
+                           detail::concat("dorefa_mode(", static_cast<int>(mode), ")"));
+  }
+  /// Larq's spelling of the mode: "activations" or "weights" (else argument_error).
+  dorefa(int k_bit, std::string_view mode) : dorefa(k_bit, parse_mode(mode)) {}
+
+  /// k_bit.
+  int precision() const noexcept { return k_bit_; }
+  int k_bit() const noexcept { return k_bit_; }
+  dorefa_mode mode() const noexcept { return mode_; }
+
+  var quantize(const var& x) {
+    const flush_denormals_scope as_in_tensorflow;
+    return mode_ == dorefa_mode::activations ? quantize_activations(x) : quantize_weights(x);
+  }
+
+ private:
+  static dorefa_mode parse_mode(std::string_view mode) {
+    if (mode == "activations") return dorefa_mode::activations;
+    if (mode == "weights") return dorefa_mode::weights;
+    throw argument_error("xq::dorefa", "mode \"activations\" or \"weights\"",
+                         detail::concat("\"", std::string(mode), "\""));
+  }
+
+  float levels() const noexcept { return static_cast<float>((1L << k_bit_) - 1); }
+
+  var quantize_activations(const var& x) {
+    const float n = levels();
+    tensor y = larq::map(x.value(), [n](float v) {
+      // tf.clip_by_value(x, 0, 1): NaN stays NaN; -0.0 (and -1e-45, read as -0) give +0.0
+      // as in TF's vector loop.
+      const float low = (v > 0.0f || v != v) ? v : 0.0f;
+      const float c = low > 1.0f ? 1.0f : low;
+      return std::nearbyint(c * n) / n;
+    });
+    return emit(x, std::move(y), [x](const tensor& dy) {
+      const flush_denormals_scope as_in_tensorflow;
+      const tensor& xv = x.value();
+      tensor dx = tensor::from_shape(xv.shape());
+      const float* xs = xv.data();
+      const float* g = dy.data();
+      float* out = dx.data();
+      const std::size_t size = xv.size();
+      XQ_OMP_SIMD
+      for (std::size_t i = 0; i < size; ++i) out[i] = (xs[i] >= 0.0f && xs[i] <= 1.0f) ? g[i] : 0.0f;
+      return dx;
+    });
+  }
+
+  var quantize_weights(const var& x) {
+    const float n = levels();
+    const tensor& xv = x.value();
+    const std::size_t size = xv.size();
+    tensor t = larq::map(xv, [](float v) { return larq::tanh(v); });
+    const float* ts = t.data();
+    float max_abs = 0.0f;  // reduce_max(|t|), NaN propagating
+    for (std::size_t i = 0; i < size; ++i) {
+      const float a = std::fabs(ts[i]);
+      max_abs = (a > max_abs || a != a) && max_abs == max_abs ? a : max_abs;
+    }
+    const float two_max = 2.0f * max_abs;
+    tensor y = larq::map(t, [n, two_max](float v) {
+      const float u = (two_max != 0.0f ? v / two_max : 0.0f) + 0.5f;  // divide_no_nan
+      return 2.0f * (std::nearbyint(u * n) / n) - 1.0f;
+    });
+    return emit(x, std::move(y), [t = std::move(t), two_max](const tensor& dy) {
+      const flush_denormals_scope as_in_tensorflow;
+      tensor dx = tensor::from_shape(t.shape());
+      const float* ts = t.data();
+      const float* g = dy.data();
+      float* out = dx.data();
+      const std::size_t size = t.size();
+      XQ_OMP_SIMD
+      for (std::size_t i = 0; i < size; ++i) {
+        const float du = 2.0f * g[i];                               // d(2q - 1)
+        const float dt = two_max != 0.0f ? du / two_max : 0.0f;     // divide_no_nan's gradient
+        out[i] = dt * (1.0f - ts[i] * ts[i]);                       // TanhGrad
+      }
+      return dx;
+    });
+  }
+
+  int k_bit_;
+  dorefa_mode mode_;
+};
+
+}  // namespace xq

@@ -1,0 +1,43 @@
+#pragma once
+/// \file ste_heaviside.hpp
+/// `xq::ste_heaviside`: binarization to {0, 1} with a clipped straight-through
+/// estimator (Larq's `SteHeaviside`).
+///
+///   forward:  q(x) = 1 if x > 0 else 0               (Larq: heaviside(0) = 0)
+///   backward: dq/dx = 1 if |x| <= clip_value else 0   (inclusive)
+///
+/// Default clip_value = 1.0, as Larq; +infinity is Larq's `clip_value=None`. Runs with
+/// denormals flushed, as TF does, so 1e-45 gives 0 (larq_math.hpp).
+
+#include "../core/fp_environment.hpp"
+#include "larq_math.hpp"
+#include "quantizer_layer.hpp"
+
+namespace xq {
+
+/// Larq's `SteHeaviside` quantizer (precision 1).
+class ste_heaviside : public quantizer_layer<ste_heaviside> {
+ public:
+  explicit ste_heaviside(float clip_value = 1.0f)
+      : quantizer_layer<ste_heaviside>("ste_heaviside"), clip_value_(clip_value) {
+    larq::check_clip_value("xq::ste_heaviside", clip_value);
+  }
+
+  /// 1: binary ({0, 1}).
+  int precision() const noexcept { return 1; }
+  float clip_value() const noexcept { return clip_value_; }
+
+  var quantize(const var& x) {
+    const flush_denormals_scope as_in_tensorflow;
+    tensor y = larq::map(x.value(), [](float v) { return larq::heaviside(v); });
+    return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {
+      const flush_denormals_scope as_in_tensorflow;
+      return larq::clipped_gradient(x.value(), dy, clip);
+    });
+  }
+
+ private:
+  float clip_value_;
+};
+
+}  // namespace xq

@@ -1,0 +1,85 @@
+#pragma once
+/// \file model_summary.hpp
+/// `xq::model_summary`: what `larq.models.summary` reports about a model (Larq's
+/// `ModelProfile`): the rows and the model-wide figures (parameter counts, model
+/// size, compression, MACs, binarized and ternarized MAC ratios). Made by
+/// `xq::summarize` (summarize.hpp), printed by `xq::print_summary` (print_summary.hpp).
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "layer_profile.hpp"
+
+namespace xq {
+
+/// A model's summary: one `layer_profile` per row, and totals over them.
+struct model_summary {
+  /// The model's name (the tables' titles: "<name> stats", "<name> summary").
+  std::string name;
+  /// The rows, in model order.
+  std::vector<layer_profile> layers;
+
+  /// Scalars of bit width `bits` and trainability `trainable` (nullopt: any).
+  std::size_t weight_count(std::optional<int> bits = std::nullopt,
+                           std::optional<bool> trainable = std::nullopt) const {
+    std::size_t n = 0;
+    for (const auto& l : layers) n += l.weight_count(bits, trainable);
+    return n;
+  }
+  std::size_t total_params() const { return weight_count(); }
+  std::size_t trainable_params() const { return weight_count(std::nullopt, true); }
+  std::size_t non_trainable_params() const { return weight_count(std::nullopt, false); }
+
+  /// Model size in bits, each weight at its bit width.
+  std::uint64_t memory_bits() const { return sum(&layer_profile::memory_bits); }
+  /// Model size in bits with weights wider than 8 bits stored in 8.
+  std::uint64_t int8_fp_memory_bits() const { return sum(&layer_profile::int8_fp_memory_bits); }
+  /// Model size in bits as float32 (Larq's "Float-32 Equivalent").
+  std::uint64_t fp32_memory_bits() const { return sum(&layer_profile::fp32_memory_bits); }
+  /// memory / float32 memory (Larq divides by max(1e-8, fp32), so 0 for no weights).
+  double compression_ratio() const {
+    return double(memory_bits()) / std::max(1e-8, double(fp32_memory_bits()));
+  }
+
+  /// MACs of one sample at `precision` bits (nullopt: all).
+  std::uint64_t mac_count(std::optional<int> precision = std::nullopt) const {
+    std::uint64_t n = 0;
+    for (const auto& l : layers) n += l.mac_count(precision);
+    return n;
+  }
+  /// Share of MACs at 1 bit (Larq divides by max(1, total)).
+  double binarized_mac_ratio() const { return mac_ratio(1); }
+  /// Share of MACs at 2 bits.
+  double ternarized_mac_ratio() const { return mac_ratio(2); }
+
+  /// The weight bit widths present, ascending (one "# k-bit" column each).
+  std::vector<int> param_bitwidths() const {
+    std::set<int> s;
+    for (const auto& l : layers)
+      for (const auto& w : l.weights) s.insert(w.bits);
+    return {s.begin(), s.end()};
+  }
+  /// The MAC precisions present, ascending (one "k-bit MACs" column each).
+  std::vector<int> mac_precisions() const {
+    std::set<int> s;
+    for (const auto& l : layers)
+      for (const auto& m : l.macs) s.insert(m.first);
+    return {s.begin(), s.end()};
+  }
+
+ private:
+  std::uint64_t sum(std::uint64_t (layer_profile::*figure)() const) const {
+    std::uint64_t n = 0;
+    for (const auto& l : layers) n += (l.*figure)();
+    return n;
+  }
+  double mac_ratio(int precision) const {
+    return double(mac_count(precision)) / double(std::max<std::uint64_t>(1, mac_count()));
+  }
+};
+
+}  // namespace xq

@@ -1,0 +1,336 @@
+#pragma once
+/// \file summarize.hpp
+/// `xq::summarize(model, input_shape)`: `larq.models.summary`'s figures for any
+/// xquant model and any bit widths.
+///
+/// \code
+///   xq::sequential model(xq::quant_conv2d<xq::no_quantizer, xq::ste_sign>(32, 3), xq::flatten(), xq::dense(10));
+///   xq::model_summary s = xq::summarize(model, {1, 28, 28, 1});   // batch axis included, as xq::build
+///   xq::print_summary(s, std::cout);                               // Larq's two tables
+/// \endcode
+///
+/// How it works: one inference forward pass on zeros (no tape, no statistics
+/// updated; it builds an unbuilt model) with an op observer (core/op_observer.hpp)
+/// installed, which hears every matmul, conv2d and depthwise conv2d with its caller's
+/// path, output shape and weight shape.
+///
+/// Rows (what the user composed, as Larq's rows are a Keras model's layers):
+///  - a `sequential`: one row per element, called one after the other to learn each
+///    output shape; a nested `sequential` is expanded into its elements, named by path
+///    ("sequential_1/dense");
+///  - any other element (a composite with XQ_CHILDREN): one row summing its leaves,
+///    as Larq shows a nested Keras model; input precision of its first leaf;
+///  - a model that is not a `sequential`: one row per child (nested sequentials
+///    expanded). Only the model's output is seen, so a row's output shape is known
+///    only for a leaf that runs a weighted op (its last op's output) and printed "?"
+///    otherwise;
+///  - a model that is a single leaf: one row.
+///  - A standalone quantizer (`xq::ste_sign()` as a sequential element) is a row of
+///    its own with its parameters, if any, and "-" as input precision (Larq has no
+///    such rows: its quantizers live inside layers).
+///
+/// Weights: a layer with `weight_precisions()` (the quant layers) gives its weights'
+/// bit widths; every other parameter (quantizers' own included) is 32-bit, Larq's
+/// `getattr(weight, "precision", 32)`. A weight is counted once, in the first row
+/// that uses it (tied weights), and as non-trainable when `set_trainable(false)`.
+/// Larq's batch-norm rule: a layer with both `beta` and `moving_mean` drops `beta`,
+/// one with `gamma` and `moving_variance` drops `gamma` (they fold into the moving
+/// statistics at inference).
+///
+/// MACs (one sample): MAC layers are `dense`, `conv2d`, `depthwise_conv2d` and every
+/// layer with `weight_precisions()`. Each reported op of a MAC layer counts Larq's
+/// `count × output_pixels` for the layer's non-bias weight of the op's weight shape
+/// (output_pixels: H·W of a 4-D output, the length of a 3-D one, 1 for 2-D, the
+/// product of the inner axes beyond), at precision max(input precision or 32, weight
+/// bits). Because ops are observed:
+///  - MACs of layers inside composites are exact, and a layer called twice counts
+///    the MACs of every call (Larq, which reads one output shape per layer, cannot);
+///  - a MAC layer whose op reports nothing gets Larq's rule from its row's output
+///    shape, or "?" when that is unknown; an op whose weight shape matches none of the
+///    layer's weights counts its weight's size at max(input precision or 32, 32).
+/// Layers that are not MAC layers have no MAC entries (printed 0; Larq prints "?"
+/// for layer types it does not know, 0 for pooling, flatten and batch norm).
+/// `tied_dense`/`tied_projection` are not MAC layers (their matrix belongs to another layer).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "../core/children.hpp"
+#include "../core/clone.hpp"  // detail::has_path
+#include "../core/error.hpp"
+#include "../core/model.hpp"
+#include "../core/mode.hpp"
+#include "../core/op_observer.hpp"
+#include "../core/tape.hpp"
+#include "../core/type_name.hpp"
+#include "../layers/conv2d.hpp"
+#include "../layers/dense.hpp"
+#include "../layers/depthwise_conv2d.hpp"
+#include "../layers/sequential.hpp"
+#include "../quantizers/precision_traits.hpp"
+#include "model_summary.hpp"
+
+namespace xq {
+
+namespace detail {
+
+template <class T>
+struct is_sequential : std::false_type {};
+template <class... L>
+struct is_sequential<sequential<L...>> : std::true_type {};
+
+/// Layers whose weights do multiply-accumulates (Larq's `mac_containing_layers`).
+template <class T>
+inline constexpr bool is_mac_layer_v = std::is_same_v<T, dense> || std::is_same_v<T, conv2d> ||
+                                       std::is_same_v<T, depthwise_conv2d> || has_weight_precisions<T>::value;
+
+/// A composite seen only through its children (no parameters of its own).
+template <class T>
+inline constexpr bool is_pure_composite_v = has_children_v<T> && !has_parameters<T>::value;
+
+/// Larq's `output_pixels`: H·W (4-D), length (3-D), 1 (2-D); inner axes' product beyond.
+inline std::uint64_t output_pixels(const tensor::shape_type& shape) {
+  std::uint64_t n = 1;
+  for (std::size_t i = 1; i + 1 < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+inline std::vector<std::ptrdiff_t> batch_free_shape(const tensor::shape_type& shape) {
+  std::vector<std::ptrdiff_t> out(shape.begin(), shape.end());
+  if (!out.empty()) out[0] = -1;  // Keras prints the unknown batch axis as None; Larq as -1
+  return out;
+}
+
+inline std::size_t element_count(const tensor::shape_type& shape) {
+  std::size_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+/// Builds the rows: weights (deduplicated over the model), MACs from the observed ops.
+class summary_builder {
+ public:
+  /// Every op event of the forward pass, by caller path.
+  std::unordered_map<std::string, std::vector<op_event>> events;
+
+  /// Fills `row` from the layer `obj` (a leaf, or a composite summed over its leaves);
+  /// `shape` is its output shape when the walk saw it.
+  template <class L>
+  void fill_row(L& obj, layer_profile& row, const std::optional<tensor::shape_type>& shape) {
+    row.input_precision = first_input_precision(obj);
+    if (shape) row.output_shape = batch_free_shape(*shape);
+    for_each_layer(obj, [&](auto& l) {
+      using T = std::remove_const_t<std::remove_reference_t<decltype(l)>>;
+      add_weights(l, row);
+      if constexpr (is_mac_layer_v<T>) {
+        // The row's own layer (a first member shares its composite's address: types too).
+        const bool is_row = std::is_same_v<T, L> && static_cast<const void*>(&l) == &obj;
+        add_macs(l, row, is_row, shape);
+      }
+    });
+  }
+
+ private:
+  std::unordered_set<const parameter*> seen_;
+
+  template <class L>
+  static std::optional<int> first_input_precision(L& obj) {
+    if constexpr (has_input_precision<L>::value) {
+      return obj.input_precision();
+    } else if constexpr (is_pure_composite_v<L>) {
+      auto kids = children(obj);
+      if constexpr (std::tuple_size_v<decltype(kids)> == 0) return std::nullopt;
+      else return first_input_precision(std::get<0>(kids));
+    } else {
+      (void)obj;
+      return std::nullopt;
+    }
+  }
+
+  /// The layer's own parameters with bit widths (not its children's), Larq's
+  /// batch-norm rule applied.
+  template <class L>
+  static std::vector<std::pair<parameter_ptr, int>> own_weights(const L& l, bool batch_norm_rule) {
+    std::vector<std::pair<parameter_ptr, int>> out;
+    auto listed = [&](const parameter_ptr& p) {
+      for (const auto& e : out)
+        if (e.first == p) return true;
+      return false;
+    };
+    if constexpr (has_weight_precisions<L>::value)
+      for (const auto& [p, bits] : l.weight_precisions())
+        if (p && !listed(p)) out.emplace_back(p, bits);
+    if constexpr (has_parameters<L>::value)
+      for (const auto& p : l.parameters())
+        if (p && !listed(p)) out.emplace_back(p, 32);  // no quantizer: 32-bit, as Larq
+    if (batch_norm_rule) {
+      for (const auto& [drop, keep] : {std::pair<const char*, const char*>{"beta", "moving_mean"},
+                                       std::pair<const char*, const char*>{"gamma", "moving_variance"}}) {
+        auto named = [&](const char* n) {
+          for (std::size_t i = 0; i < out.size(); ++i)
+            if (out[i].first->short_name() == n) return std::ptrdiff_t(i);
+          return std::ptrdiff_t(-1);
+        };
+        const std::ptrdiff_t d = named(drop);
+        if (d >= 0 && named(keep) >= 0) out.erase(out.begin() + d);
+      }
+    }
+    return out;
+  }
+
+  template <class L>
+  void add_weights(const L& l, layer_profile& row) {
+    if constexpr (has_parameters<L>::value || has_weight_precisions<L>::value) {
+      const auto counted = own_weights(l, true);
+      for (const auto& [p, bits] : own_weights(l, false)) {
+        // A weight dropped by the batch-norm rule is still "seen": counted nowhere else.
+        if (!seen_.insert(p.get()).second) continue;
+        bool kept = false;
+        for (const auto& c : counted) kept = kept || c.first == p;
+        if (kept) row.weights.push_back({p->name(), p->value.size(), bits, p->trainable()});
+      }
+    } else {
+      (void)l;
+      (void)row;
+    }
+  }
+
+  template <class L>
+  void add_macs(const L& l, layer_profile& row, bool is_row, const std::optional<tensor::shape_type>& shape) {
+    std::optional<int> in;
+    if constexpr (has_input_precision<L>::value) in = l.input_precision();
+    const int in_bits = in.value_or(32);
+    std::vector<std::pair<parameter_ptr, int>> kernels;  // MACs come from non-bias weights only
+    for (const auto& w : own_weights(l, false))
+      if (w.first->short_name() != "bias") kernels.push_back(w);
+
+    const std::string path = [&] {
+      if constexpr (has_path<L>::value) return std::string(l.path());
+      else return std::string();
+    }();
+    auto found = events.find(path);
+    if (found == events.end() || found->second.empty()) {
+      if (!is_row) return;  // inside a composite and never called: no MACs
+      if (!shape) {
+        row.macs_known = false;
+        return;
+      }
+      for (const auto& [p, bits] : kernels)  // Larq's rule on the row's output shape
+        row.macs[std::max(in_bits, bits)] += std::uint64_t(p->value.size()) * output_pixels(*shape);
+      return;
+    }
+    // Weights of equal shape (a separable conv's 1x1 depthwise and pointwise kernels,
+    // say) take that shape's ops in turn: the ops run in parameter order.
+    std::unordered_map<std::size_t, std::size_t> turn;
+    for (const op_event& e : found->second) {
+      std::vector<std::size_t> candidates;
+      for (std::size_t i = 0; i < kernels.size(); ++i)
+        if (kernels[i].first->value.shape() == e.weight_shape) candidates.push_back(i);
+      const std::uint64_t pixels = output_pixels(e.output_shape);
+      if (candidates.empty()) {
+        row.macs[std::max(in_bits, 32)] += std::uint64_t(element_count(e.weight_shape)) * pixels;
+        continue;
+      }
+      const std::size_t key = candidates.front();
+      const auto& [p, bits] = kernels[candidates[turn[key]++ % candidates.size()]];
+      row.macs[std::max(in_bits, bits)] += std::uint64_t(p->value.size()) * pixels;
+    }
+  }
+};
+
+/// Appends the rows of a sequential's elements, calling them one after another.
+template <class Seq>
+var summarize_sequential(Seq& seq, var x, const std::string& prefix, summary_builder& b,
+                         std::vector<layer_profile>& rows) {
+  for_each_child(seq, [&](auto& child, const std::string& name) {
+    using C = std::remove_reference_t<decltype(child)>;
+    const std::string path = join_path(prefix, name);
+    if constexpr (is_sequential<C>::value) {
+      x = summarize_sequential(child, x, path, b, rows);
+    } else {
+      var y = child(x);
+      layer_profile row;
+      row.name = path;
+      b.fill_row(child, row, y.shape());  // its ops have run: its events are in
+      rows.push_back(std::move(row));
+      x = y;
+    }
+  });
+  return x;
+}
+
+/// Appends one row per child of a composite that already ran (nested sequentials expanded).
+template <class Composite>
+void summarize_children(Composite& c, const std::string& prefix, summary_builder& b,
+                        std::vector<layer_profile>& rows) {
+  for_each_child(c, [&](auto& child, const std::string& name) {
+    using C = std::remove_reference_t<decltype(child)>;
+    const std::string path = join_path(prefix, name);
+    if constexpr (is_sequential<C>::value) {
+      summarize_children(child, path, b, rows);
+    } else {
+      layer_profile row;
+      row.name = path;
+      std::optional<tensor::shape_type> shape;
+      if constexpr (is_mac_layer_v<C> && has_path<C>::value) {
+        auto found = b.events.find(child.path());
+        if (found != b.events.end() && !found->second.empty()) shape = found->second.back().output_shape;
+      }
+      b.fill_row(child, row, shape);
+      rows.push_back(std::move(row));
+    }
+  });
+}
+
+template <class Model>
+std::string model_name(const Model& model) {
+  if constexpr (has_name<Model>::value) return std::string(model.name());
+  else return type_short_name<Model>();
+}
+
+}  // namespace detail
+
+/// The summary of `model` (Larq's `ModelProfile`) for inputs of `input_shape` (batch
+/// axis included, as `xq::build`; the batch size changes no figure: MACs are per
+/// sample). Runs one inference forward pass on zeros without recording, which also
+/// builds an unbuilt model, and gives the model its paths (`set_paths`).
+template <class Model>
+model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
+  if (input_shape.empty() || input_shape[0] == 0)
+    throw argument_error("xq::summarize", "an input shape with a batch axis of at least 1, e.g. {1, 28, 28, 1}",
+                         detail::shape_string(input_shape));
+  set_paths(model);  // the ops report their callers' paths: final before the pass
+  detail::summary_builder b;
+  observe_ops watch([&](const op_event& e) { b.events[e.path].push_back(e); });
+  no_grad off;
+  training_mode inference(false);
+
+  model_summary s;
+  s.name = detail::model_name(model);
+  var x(xt::zeros<float>(input_shape));
+  if constexpr (detail::is_sequential<Model>::value) {
+    detail::summarize_sequential(model, x, "", b, s.layers);
+  } else if constexpr (detail::is_pure_composite_v<Model>) {
+    (void)model(x);
+    detail::summarize_children(model, "", b, s.layers);
+  } else {
+    var y = model(x);
+    layer_profile row;
+    row.name = s.name;
+    b.fill_row(model, row, y.shape());
+    s.layers.push_back(std::move(row));
+  }
+  set_paths(model);  // parameters built by the pass get their full names
+  return s;
+}
+
+}  // namespace xq
