@@ -73,6 +73,7 @@
 #include "quantizers/lsq_quantizer.hpp"
 #include "quantizers/magnitude_aware_sign.hpp"
 #include "quantizers/model_metrics.hpp"
+#include "quantizers/moving_average_quantizer.hpp"
 #include "quantizers/no_quantizer.hpp"
 #include "quantizers/noop_quantizer.hpp"
 #include "quantizers/quantizer_metrics.hpp"
