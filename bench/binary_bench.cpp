@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -26,15 +27,6 @@
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
 #include <xquant/core/tape.hpp>
-#include <xquant/layers/batch_norm.hpp>
-#include <xquant/layers/conv2d.hpp>
-#include <xquant/layers/dense.hpp>
-#include <xquant/layers/flatten.hpp>
-#include <xquant/layers/max_pool2d.hpp>
-#include <xquant/layers/quant_conv2d.hpp>
-#include <xquant/layers/quant_dense.hpp>
-#include <xquant/layers/sequential.hpp>
-#include <xquant/layers/weight_clip.hpp>
 #include <xquant/quantizers/approx_sign.hpp>
 #include <xquant/quantizers/dorefa.hpp>
 #include <xquant/quantizers/lsq_quantizer.hpp>
@@ -46,6 +38,8 @@
 #include <xquant/quantizers/swish_sign.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/losses.hpp>
+
+#include "../examples/fashion_mnist_bnn/bnn.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -128,7 +122,7 @@ struct one_thread {
 /// The reported time (manual) is the call's; `vs_memcpy` = memcpy time / call time.
 template <class Q>
 void quantizer_case(benchmark::State& state, Q quantizer) {
-  const one_thread single;
+  [[maybe_unused]] const one_thread single;
   xq::keep_freed_memory();  // as fit does: the call's tensors reuse freed blocks
   const xq::training_mode train(true);
   const auto& shape = shapes[state.range(0)];
@@ -189,7 +183,7 @@ BENCHMARK(BM_lsq_quantizer)->Apply(both_shapes);
 /// what the two metrics cost per call (each adds one pass: y cast to int8 and compared
 /// with the previous call's, dx's non-zeros counted).
 void BM_ste_sign_metrics(benchmark::State& state) {
-  const one_thread single;
+  [[maybe_unused]] const one_thread single;
   xq::keep_freed_memory();
   const xq::training_mode train(true);  // flip ratio counts training calls only
   const auto& shape = shapes[state.range(0)];
@@ -219,46 +213,7 @@ BENCHMARK(BM_ste_sign_metrics)->Apply(both_shapes);
 
 // ---- the binarized CNN against its float twin ------------------------------------------
 
-// examples/fashion_mnist_bnn/fashion_mnist_bnn.cpp's make_model, layer for layer.
-using binary_conv = xq::quant_conv2d<xq::ste_sign, xq::ste_sign>;
-using binary_dense = xq::quant_dense<xq::ste_sign, xq::ste_sign>;
-
-binary_conv binary_conv3x3(std::size_t filters) {
-  return binary_conv(filters, 3, xq::ste_sign(), xq::ste_sign())
-      .padding(xq::padding::same)
-      .pad_values(1.0f)
-      .use_bias(false)
-      .kernel_constraint(xq::weight_clip(1.0f));
-}
-binary_dense binary_fully_connected(std::size_t units) {
-  return binary_dense(units, xq::ste_sign(), xq::ste_sign()).use_bias(false).kernel_constraint(xq::weight_clip(1.0f));
-}
-xq::batch_norm shift_norm() { return xq::batch_norm(/*center=*/true, /*scale=*/false); }
-
-auto make_bnn() {
-  auto stem = xq::quant_conv2d<xq::no_quantizer, xq::ste_sign>(64, 3, xq::no_quantizer(), xq::ste_sign())
-                  .padding(xq::padding::same)
-                  .use_bias(false)
-                  .kernel_constraint(xq::weight_clip(1.0f));
-  return xq::sequential(std::move(stem), xq::max_pool2d(2), shift_norm(),     //
-                        binary_conv3x3(128), xq::max_pool2d(2), shift_norm(),  //
-                        binary_conv3x3(128), shift_norm(), xq::flatten(),      //
-                        binary_fully_connected(256), shift_norm(),             //
-                        binary_fully_connected(10), shift_norm());
-}
-
-/// The same network in float: plain conv2d and dense, zero padding, no quantizers,
-/// no kernel clipping.
-xq::conv2d float_conv3x3(std::size_t filters) {
-  return xq::conv2d(filters, 3).padding(xq::padding::same).use_bias(false);
-}
-auto make_float_twin() {
-  return xq::sequential(float_conv3x3(64), xq::max_pool2d(2), shift_norm(),   //
-                        float_conv3x3(128), xq::max_pool2d(2), shift_norm(),  //
-                        float_conv3x3(128), shift_norm(), xq::flatten(),      //
-                        xq::dense(256, false), shift_norm(),                  //
-                        xq::dense(10, false), shift_norm());
-}
+// examples/fashion_mnist_bnn/bnn.hpp: bnn::make_binary_cnn() and bnn::make_float_cnn().
 
 xq::tensor random_labels(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -299,16 +254,16 @@ void BM_bnn_over_float_train_step(benchmark::State& state) {
   const bool with_metrics = state.range(0) != 0;
   xq::set_seed(1);
   auto bnn = [&] {
-    if (!with_metrics) return make_bnn();
+    if (!with_metrics) return bnn::make_binary_cnn();
     xq::metrics_scope scope(xq::quantizer_metric::flip_ratio);
-    return make_bnn();
+    return bnn::make_binary_cnn();
   }();
   xq::build(bnn, {1, 28, 28, 1});
   if (with_metrics)
     xq::for_each_quantizer_layer(bnn, [](auto& q) {
       if (q.path().find("input_quantizer") != std::string::npos) q.metrics(xq::quantizer_metric::gradient_flow);
     });
-  auto twin = make_float_twin();
+  auto twin = bnn::make_float_cnn();
   xq::build(twin, {1, 28, 28, 1});
   train_step<decltype(bnn)> bnn_step(bnn, batch);
   train_step<decltype(twin)> float_step(twin, batch);

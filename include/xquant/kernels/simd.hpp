@@ -196,18 +196,27 @@ void backward_sums_run(const K& kernel, const float* x, const float* dy, float* 
   constexpr std::size_t terms = K::param_grad_count;
   static_assert(sum_lanes % W == 0, "xquant: the SIMD width must divide the 16 summation lanes");
   const K k = kernel;
+  // The lanes live in locals during the loop (acc[j] is reached through a pointer
+  // that the dx stores may alias, so its lanes would be reloaded and stored back for
+  // every term); the additions per lane are the same, in the same order.
+  alignas(64) double lane[terms][sum_lanes];
+  for (std::size_t j = 0; j < terms; ++j)
+    for (std::size_t l = 0; l < sum_lanes; ++l) lane[j][l] = acc[j].lane[l];
   std::size_t i = 0;
   for (; i + W <= n; i += W) {
     const B xv = B::load_unaligned(x + i), dyv = B::load_unaligned(dy + i);
     k.input_grad(xv, dyv).store_unaligned(dx + i);
     B t[terms];
     k.param_grad_terms(xv, dyv, t);
+    const std::size_t base = i % sum_lanes;  // i is a multiple of W, which divides 16
     for (std::size_t j = 0; j < terms; ++j) {
       alignas(64) float values[W];
       t[j].store_aligned(values);
-      acc[j].add_run(i, values, W);
+      for (std::size_t l = 0; l < W; ++l) lane[j][base + l] += double(values[l]);
     }
   }
+  for (std::size_t j = 0; j < terms; ++j)
+    for (std::size_t l = 0; l < sum_lanes; ++l) acc[j].lane[l] = lane[j][l];
   for (; i < n; ++i) {
     dx[i] = k.input_grad(x[i], dy[i]);
     float t[terms];

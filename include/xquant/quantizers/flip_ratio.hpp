@@ -38,6 +38,9 @@ class flip_ratio {
     const float* v = values.data();
     std::int8_t* prev = previous_.data();
     std::size_t unchanged = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(+ : unchanged)
+#endif
     for (std::size_t i = 0; i < n; ++i) {
       const auto cur = static_cast<std::int8_t>(static_cast<int>(v[i]));
       unchanged += (cur == prev[i]);

@@ -19,6 +19,9 @@ class gradient_flow {
     const std::size_t n = input_grad.size();
     const float* g = input_grad.data();
     std::size_t nonzero = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(+ : nonzero)
+#endif
     for (std::size_t i = 0; i < n; ++i) nonzero += (g[i] != 0.0f);
     sum_ += n ? static_cast<double>(nonzero) / static_cast<double>(n) : 0.0;
     ++count_;

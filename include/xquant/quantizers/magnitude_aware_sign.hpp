@@ -93,11 +93,21 @@ class magnitude_aware_sign : public quantizer_layer<magnitude_aware_sign> {
       const float* as = a.data();
       float* out = dx.data();
       const bool unclipped = std::isinf(clip);  // Larq's None: no mask at all (NaN x included)
+      const float limit = clip;
       for (std::size_t r = 0; channels && r < n / channels; ++r) {
         const std::size_t base = r * channels;
-        XQ_OMP_SIMD
-        for (std::size_t c = 0; c < channels; ++c)
-          out[base + c] = (unclipped || std::fabs(xs[base + c]) <= clip) ? as[c] * g[base + c] : 0.0f;
+        if (unclipped) {
+          XQ_OMP_SIMD
+          for (std::size_t c = 0; c < channels; ++c) out[base + c] = as[c] * g[base + c];
+        } else {
+          // The product is computed for every element and then selected: a load under
+          // the condition would be a masked load, which GCC does not vectorize here.
+          XQ_OMP_SIMD
+          for (std::size_t c = 0; c < channels; ++c) {
+            const float v = as[c] * g[base + c];
+            out[base + c] = std::fabs(xs[base + c]) <= limit ? v : 0.0f;
+          }
+        }
       }
       return dx;
     });
