@@ -31,9 +31,9 @@ namespace xq {
 
 template <class InputQ = no_quantizer, class DepthwiseQ = no_quantizer>
 class quant_depthwise_conv2d
-    : public detail::quant_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d> {
-  using base = detail::quant_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;
-  friend base;
+    : public detail::quant_window_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d> {
+  using base = detail::quant_window_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;
+  friend detail::quant_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;  // calls name_quantizers
 
  public:
   InputQ input_quantizer;
@@ -63,31 +63,6 @@ class quant_depthwise_conv2d
     this->layer_ = std::move(fresh);
     return *this;
   }
-  /// Window step (`2` or `{2, 1}`); default 1.
-  quant_depthwise_conv2d& strides(size2 s) {
-    this->layer_.strides(s);
-    return *this;
-  }
-  /// `xq::padding::valid` (default) or `same`.
-  quant_depthwise_conv2d& padding(xq::padding p) {
-    this->layer_.padding(p);
-    return *this;
-  }
-  /// The value "same" padding adds around the quantized input (default 0).
-  quant_depthwise_conv2d& pad_values(float v) {
-    pad_value_ = v;
-    return *this;
-  }
-  /// Spacing between kernel taps (`2` or `{2, 1}`); default 1.
-  quant_depthwise_conv2d& dilation(size2 d) {
-    this->layer_.dilation(d);
-    return *this;
-  }
-  /// Whether the layer adds a bias (default true); set before the first call.
-  quant_depthwise_conv2d& use_bias(bool on) {
-    this->layer_.use_bias(on);
-    return *this;
-  }
   /// Keras's `depthwise_constraint` (the same as `kernel_constraint`).
   quant_depthwise_conv2d& depthwise_constraint(parameter::constraint_function c) {
     return this->kernel_constraint(std::move(c));
@@ -95,14 +70,9 @@ class quant_depthwise_conv2d
 
   var operator()(const var& x) {
     this->ensure_built(x);
-    var in = input_quantizer(x);
+    const var in = input_quantizer(x);
     const var kernel = depthwise_quantizer(var(this->layer_.kernel()));
-    const var bias = this->layer_.bias() ? var(this->layer_.bias()) : var();
-    conv2d_geometry g = this->layer_.geometry();
-    const auto k = this->layer_.kernel_size();
-    detail::pad_same_with_value(in, g, k[0], k[1], pad_value_, this->path());
-    if (g.padding == this->layer_.geometry().padding) return this->layer_.call_with(in, kernel, bias);
-    return ops::depthwise_conv2d(in, kernel, bias.defined() ? &bias : nullptr, g, this->path());
+    return this->window_call(in, kernel, [](auto&&... args) { return ops::depthwise_conv2d(args...); });
   }
 
   /// The input quantizer's precision in bits; nullopt without one (Larq's summary: "-").
@@ -118,22 +88,13 @@ class quant_depthwise_conv2d
 
   /// The latent depthwise kernel (KH, KW, C, M), "depthwise_kernel" (also `kernel()`).
   const parameter_ptr& depthwise_kernel() const noexcept { return this->kernel(); }
-  std::array<std::size_t, 2> kernel_size() const noexcept { return this->layer_.kernel_size(); }
   std::size_t depth_multiplier() const noexcept { return this->layer_.depth_multiplier(); }
-  std::array<std::size_t, 2> strides() const noexcept { return this->layer_.strides(); }
-  xq::padding padding() const noexcept { return this->layer_.padding(); }
-  float pad_values() const noexcept { return pad_value_; }
-  std::array<std::size_t, 2> dilation() const noexcept { return this->layer_.dilation(); }
-  bool use_bias() const noexcept { return this->layer_.use_bias(); }
-  const conv2d_geometry& geometry() const noexcept { return this->layer_.geometry(); }
 
  private:
   void name_quantizers(const std::string& p) {
     detail::set_quantizer_path(input_quantizer, p + "/input_quantizer");
     detail::set_quantizer_path(depthwise_quantizer, p + "/depthwise_quantizer");
   }
-
-  float pad_value_ = 0.0f;
 };
 
 }  // namespace xq

@@ -10,9 +10,12 @@
 ///    ("net/conv/kernel_quantizer");
 ///  - kernel and bias constraints (Keras's `kernel_constraint`), attached to the
 ///    parameters when the layer builds them;
+///  - `detail::quant_window_layer_base`: the window setters of the two convolutions
+///    (strides, padding, dilation, Larq's `pad_values`) and their padded call;
 ///  - `ops::pad2d`: constant padding on the tape, for Larq's `pad_values`.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -158,8 +161,67 @@ class quant_layer_base {
   Float layer_;
   parameter::constraint_function kernel_constraint_, bias_constraint_;
 
- private:
   Self& self() noexcept { return static_cast<Self&>(*this); }
+};
+
+/// A quant layer over a sliding-window float layer (conv2d, depthwise_conv2d): its
+/// geometry setters, Larq's `pad_values`, and the call `window_call`.
+template <class Self, class Float>
+class quant_window_layer_base : public quant_layer_base<Self, Float> {
+ public:
+  /// Window step (`2` or `{2, 1}`); default 1.
+  Self& strides(size2 s) {
+    this->layer_.strides(s);
+    return this->self();
+  }
+  /// `xq::padding::valid` (default) or `same`.
+  Self& padding(xq::padding p) {
+    this->layer_.padding(p);
+    return this->self();
+  }
+  /// The value "same" padding adds around the quantized input (default 0).
+  Self& pad_values(float v) {
+    pad_value_ = v;
+    return this->self();
+  }
+  /// Spacing between kernel taps (`2` or `{2, 1}`); default 1.
+  Self& dilation(size2 d) {
+    this->layer_.dilation(d);
+    return this->self();
+  }
+  /// Whether the layer adds a bias (default true); set before the first call.
+  Self& use_bias(bool on) {
+    this->layer_.use_bias(on);
+    return this->self();
+  }
+
+  std::array<std::size_t, 2> kernel_size() const noexcept { return this->layer_.kernel_size(); }
+  std::array<std::size_t, 2> strides() const noexcept { return this->layer_.strides(); }
+  xq::padding padding() const noexcept { return this->layer_.padding(); }
+  float pad_values() const noexcept { return pad_value_; }
+  std::array<std::size_t, 2> dilation() const noexcept { return this->layer_.dilation(); }
+  bool use_bias() const noexcept { return this->layer_.use_bias(); }
+  const conv2d_geometry& geometry() const noexcept { return this->layer_.geometry(); }
+
+ protected:
+  using quant_layer_base<Self, Float>::quant_layer_base;
+
+  /// The float layer's operation on the quantized input `in` and kernel, with Larq's
+  /// padding: when `pad_values` is not 0 and the padding is same, `in` is padded with
+  /// it and `valid_op(in, kernel, bias*, geometry, path)` (ops::conv2d,
+  /// ops::depthwise_conv2d) runs a valid window; otherwise the float layer's call.
+  template <class ValidOp>
+  var window_call(var in, const var& kernel, ValidOp&& valid_op) const {
+    const var bias = this->layer_.bias() ? var(this->layer_.bias()) : var();
+    conv2d_geometry g = this->layer_.geometry();
+    const auto k = this->layer_.kernel_size();
+    pad_same_with_value(in, g, k[0], k[1], pad_value_, this->path());
+    if (g.padding == this->layer_.geometry().padding) return this->layer_.call_with(in, kernel, bias);
+    return valid_op(in, kernel, bias.defined() ? &bias : nullptr, g, this->path());
+  }
+
+ private:
+  float pad_value_ = 0.0f;
 };
 
 }  // namespace detail
