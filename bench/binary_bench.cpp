@@ -40,6 +40,7 @@
 #include <xquant/train/losses.hpp>
 
 #include "../examples/fashion_mnist_bnn/bnn.hpp"
+#include "training_step.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -53,13 +54,7 @@ double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-xq::tensor uniform_tensor(const xq::tensor::shape_type& shape, float low, float high, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(low, high);
-  xq::tensor t = xq::tensor::from_shape(shape);
-  for (auto& v : t) v = d(rng);
-  return t;
-}
+using bench::uniform_tensor;
 
 // ---- quantizers ---------------------------------------------------------------------
 
@@ -215,36 +210,7 @@ BENCHMARK(BM_ste_sign_metrics)->Apply(both_shapes);
 
 // examples/fashion_mnist_bnn/bnn.hpp: bnn::make_binary_cnn() and bnn::make_float_cnn().
 
-xq::tensor random_labels(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  xq::tensor t = xq::tensor::from_shape({n});
-  for (auto& v : t) v = static_cast<float>(rng() % 10);
-  return t;
-}
-
-/// One training step (forward, sparse softmax cross-entropy, backward, Adam), as
-/// bench/cnn_bench.cpp's.
-template <class Model>
-struct train_step {
-  Model& model;
-  xq::adam opt;
-  xq::var x;
-  xq::tensor y;
-  train_step(Model& m, std::size_t batch)
-      : model(m), opt(xq::trainable_parameters(m)), x(uniform_tensor({batch, 28, 28, 1}, 0.0f, 1.0f, 4)),
-        y(random_labels(batch, 5)) {
-    xq::keep_freed_memory();  // as fit does
-  }
-  void operator()() {
-    const xq::training_mode train(true);
-    xq::tape tape;
-    auto loss = xq::sparse_softmax_cross_entropy(model(x), y);
-    tape.backward(loss);
-    opt.step();
-    opt.zero_grad();
-    benchmark::DoNotOptimize(loss.value().data());
-  }
-};
+using bench::train_step;
 
 /// BNN and float steps alternated, each timed on its own; the reported time is the
 /// BNN step's. metrics:1 trains as the example does: flip ratio on the kernel

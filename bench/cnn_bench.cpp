@@ -19,45 +19,15 @@
 #include <xquant/train/losses.hpp>
 
 #include "../examples/fashion_mnist/cnn.hpp"
+#include "training_step.hpp"
 
 namespace {
 
+using bench::train_step;
+
 xq::tensor random_tensor(const xq::tensor::shape_type& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(0.0f, 1.0f);
-  xq::tensor t = xq::tensor::from_shape(shape);
-  for (auto& v : t) v = d(rng);
-  return t;
+  return bench::uniform_tensor(shape, 0.0f, 1.0f, seed);
 }
-
-xq::tensor random_labels(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  xq::tensor t = xq::tensor::from_shape({n});
-  for (auto& v : t) v = static_cast<float>(rng() % 10);
-  return t;
-}
-
-/// One training step (forward, loss, backward, Adam) of a model, set up once.
-template <class Model>
-struct train_step {
-  Model& model;
-  xq::adam opt;
-  xq::var x;
-  xq::tensor y;
-  train_step(Model& m, std::size_t batch) : model(m), opt(xq::trainable_parameters(m)),
-                                            x(random_tensor({batch, 28, 28, 1}, 2)), y(random_labels(batch, 3)) {
-    xq::keep_freed_memory();  // as fit does
-  }
-  void operator()() {
-    const xq::training_mode train(true);
-    xq::tape tape;
-    auto loss = xq::sparse_softmax_cross_entropy(model(x), y);
-    tape.backward(loss);
-    opt.step();
-    opt.zero_grad();
-    benchmark::DoNotOptimize(loss.value().data());
-  }
-};
 
 /// The QAT twin of the example: NVIDIA's scheme, batch norms folded.
 auto make_qat_cnn(const fashion::cnn& model, bool fold) {
