@@ -28,6 +28,7 @@
 #include <xquant/quantizers/swish_sign.hpp>
 
 #include "../golden.hpp"
+#include "quantizer_run.hpp"
 
 using xq::tensor;
 using xq::var;
@@ -52,18 +53,12 @@ float param(const golden::json& c, const char* key, float fallback) {
 
 constexpr float no_clip = std::numeric_limits<float>::infinity();
 
-struct result {
-  tensor y, dx;
-};
+using result = qtest::quantizer_result;
 
-/// Runs quantizer `q` on x with upstream gradient dy.
+/// q(x) and its input gradient for upstream gradient dy.
 template <class Q>
 result run(Q& q, const tensor& x, const tensor& dy) {
-  xq::tape t;
-  var xv(x, true);
-  var y = q(xv);
-  t.backward(y, dy);
-  return {y.value(), xv.grad()};
+  return qtest::run_quantizer(q, x, dy);
 }
 
 /// Builds the case's quantizer and runs it.

@@ -25,6 +25,7 @@
 #include <xquant/train/sgd.hpp>
 
 #include "../golden.hpp"
+#include "quantizer_run.hpp"
 
 using xq::tensor;
 using xq::var;
@@ -34,18 +35,12 @@ namespace {
 constexpr float inf = std::numeric_limits<float>::infinity();
 const float denorm = std::numeric_limits<float>::denorm_min();
 
-struct result {
-  tensor y, dx;
-};
+using result = qtest::quantizer_result;
 
 /// q(x) and its input gradient for upstream gradient dy.
 template <class Q>
 result run(Q& q, const tensor& x, const tensor& dy) {
-  xq::tape t;
-  var xv(x, true);
-  var y = q(xv);
-  t.backward(y, dy);
-  return {y.value(), xv.grad()};
+  return qtest::run_quantizer(q, x, dy);
 }
 /// Same, with dy = 1.
 template <class Q>

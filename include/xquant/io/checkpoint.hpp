@@ -215,6 +215,19 @@ inline std::vector<std::string> optimizer_parameter_names(const std::vector<para
   return names;
 }
 
+/// One slot per parameter of optimizer `o`, keyed by its name; `fill(state, slot)` adds
+/// that optimizer's tensors (and step) for the parameter's state.
+template <class Optimizer, class Fill>
+void capture_slots(checkpoint_optimizer& c, const Optimizer& o, Fill&& fill) {
+  const auto names = optimizer_parameter_names(o.parameters(), "xq::save_checkpoint");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    checkpoint_slot slot;
+    slot.parameter = names[i];
+    fill(o.state()[i], slot);
+    c.slots.push_back(std::move(slot));
+  }
+}
+
 inline checkpoint_optimizer capture_optimizer(const adam& o) {
   checkpoint_optimizer c;
   c.type = o.decoupled_weight_decay() ? "adamw" : "adam";
@@ -223,19 +236,14 @@ inline checkpoint_optimizer capture_optimizer(const adam& o) {
   c.options = {{"learning_rate", o.learning_rate()}, {"beta1", opt.beta1},       {"beta2", opt.beta2},
                {"epsilon", opt.epsilon},             {"weight_decay", opt.weight_decay},
                {"amsgrad", opt.amsgrad ? 1.0 : 0.0}};
-  const auto names = optimizer_parameter_names(o.parameters(), "xq::save_checkpoint");
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const adam_state& st = o.state()[i];
-    checkpoint_slot slot;
-    slot.parameter = names[i];
+  capture_slots(c, o, [&](const adam_state& st, checkpoint_slot& slot) {
     slot.step = st.step;
     if (st.step > 0) {
       slot.tensors.emplace_back("exp_avg", st.exp_avg);
       slot.tensors.emplace_back("exp_avg_sq", st.exp_avg_sq);
       if (opt.amsgrad) slot.tensors.emplace_back("max_exp_avg_sq", st.max_exp_avg_sq);
     }
-    c.slots.push_back(std::move(slot));
-  }
+  });
   return c;
 }
 
@@ -247,14 +255,9 @@ inline checkpoint_optimizer capture_optimizer(const sgd& o) {
   c.options = {{"learning_rate", o.learning_rate()}, {"momentum", opt.momentum},
                {"nesterov", opt.nesterov ? 1.0 : 0.0}, {"weight_decay", opt.weight_decay},
                {"dampening", opt.dampening}};
-  const auto names = optimizer_parameter_names(o.parameters(), "xq::save_checkpoint");
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const sgd_state& st = o.state()[i];
-    checkpoint_slot slot;
-    slot.parameter = names[i];
+  capture_slots(c, o, [](const sgd_state& st, checkpoint_slot& slot) {
     if (st.has_momentum_buffer) slot.tensors.emplace_back("momentum_buffer", st.momentum_buffer);
-    c.slots.push_back(std::move(slot));
-  }
+  });
   return c;
 }
 
@@ -263,15 +266,10 @@ inline checkpoint_optimizer capture_optimizer(const bop& o) {
   c.type = "bop";
   c.iterations = o.iterations();
   c.options = {{"threshold", o.threshold()}, {"gamma", o.gamma()}};
-  const auto names = optimizer_parameter_names(o.parameters(), "xq::save_checkpoint");
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const bop_state& st = o.state()[i];
-    checkpoint_slot slot;
-    slot.parameter = names[i];
+  capture_slots(c, o, [](const bop_state& st, checkpoint_slot& slot) {
     slot.step = st.step;
     if (st.step > 0) slot.tensors.emplace_back("m", st.m);
-    c.slots.push_back(std::move(slot));
-  }
+  });
   return c;
 }
 
