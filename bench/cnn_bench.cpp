@@ -14,7 +14,7 @@
 
 #include <xquant/core/memory.hpp>
 #include <xquant/kernels/gemm.hpp>
-#include <xquant/quantize/quantize_model.hpp>
+#include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/losses.hpp>
 

@@ -27,9 +27,9 @@
 
 #include <xquant/kernels/scalar.hpp>
 #include <xquant/kernels/simd.hpp>
-#include <xquant/quant/tf_fake_quant.hpp>
-#include <xquant/quant/tf_quantize_and_dequantize.hpp>
-#include <xquant/quant/torch_fake_quant.hpp>
+#include <xquant/numerics/tf_fake_quant.hpp>
+#include <xquant/numerics/tf_quantize_and_dequantize.hpp>
+#include <xquant/numerics/torch_fake_quant.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>

@@ -16,8 +16,8 @@
 #include <xtensor/xio.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
-#include <xquant/quant/tensor.hpp>
-#include <xquant/quant/torch_fake_quant.hpp>
+#include <xquant/core/tensor.hpp>
+#include <xquant/numerics/torch_fake_quant.hpp>
 
 #ifndef XQ_GOLDEN_DIR
 #error "XQ_GOLDEN_DIR must point at tests/data/golden"

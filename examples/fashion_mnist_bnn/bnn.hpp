@@ -20,8 +20,8 @@
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/flatten.hpp>
 #include <xquant/layers/max_pool2d.hpp>
-#include <xquant/layers/quant_conv2d.hpp>
-#include <xquant/layers/quant_dense.hpp>
+#include <xquant/wrappers/quant_conv2d.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/layers/sequential.hpp>
 #include <xquant/layers/weight_clip.hpp>
 #include <xquant/quantizers/approx_sign.hpp>

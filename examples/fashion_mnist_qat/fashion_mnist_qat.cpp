@@ -20,7 +20,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include <xquant/quantize/quantize_model.hpp>
+#include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 

@@ -32,7 +32,7 @@
 #include <xquant/layers/embedding.hpp>
 #include <xquant/layers/flatten.hpp>
 #include <xquant/layers/tied_projection.hpp>
-#include <xquant/quantize/quantize_model.hpp>
+#include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>

@@ -5,7 +5,7 @@
 
 #include <xquant/layers/batch_norm.hpp>
 #include <xquant/layers/conv2d.hpp>
-#include <xquant/quantize/registry.hpp>
+#include <xquant/transform/registry.hpp>
 
 namespace {
 

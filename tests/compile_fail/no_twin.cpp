@@ -5,7 +5,7 @@
 
 #include <xquant/layers/activation.hpp>
 #include <xquant/layers/sequential.hpp>
-#include <xquant/quantize/quantize_model.hpp>
+#include <xquant/transform/quantize_model.hpp>
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <xquant/core/clone.hpp>
 
 #include "../gradient_check.hpp"
-#include "../quantize/models.hpp"
+#include "../transform/models.hpp"
 
 namespace {
 

@@ -22,10 +22,10 @@
 
 #include <xquant/kernels/cuda/device_buffer.cuh>
 #include <xquant/kernels/cuda/walkers.cuh>
-#include <xquant/quant/tf_fake_quant.hpp>
-#include <xquant/quant/tf_quantize_and_dequantize.hpp>
-#include <xquant/quant/torch_fake_quant.hpp>
-#include <xquant/quant/torch_learnable_fake_quant.hpp>
+#include <xquant/numerics/tf_fake_quant.hpp>
+#include <xquant/numerics/tf_quantize_and_dequantize.hpp>
+#include <xquant/numerics/torch_fake_quant.hpp>
+#include <xquant/numerics/torch_learnable_fake_quant.hpp>
 
 namespace {
 

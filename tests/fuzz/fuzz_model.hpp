@@ -5,7 +5,7 @@
 
 #include <xquant/io/checkpoint.hpp>
 
-#include "../quantize/models.hpp"
+#include "../transform/models.hpp"
 
 namespace fuzz {
 

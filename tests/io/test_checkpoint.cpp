@@ -10,7 +10,7 @@
 #include <xquant/io/npy.hpp>
 
 #include "../gradient_check.hpp"
-#include "../quantize/models.hpp"
+#include "../transform/models.hpp"
 
 #include <csignal>
 #include <cstdint>

@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include <xquant/quant/tf_fake_quant.hpp>
-#include <xquant/quant/tf_quantize_and_dequantize.hpp>
-#include <xquant/quant/torch_learnable_fake_quant.hpp>
+#include <xquant/numerics/tf_fake_quant.hpp>
+#include <xquant/numerics/tf_quantize_and_dequantize.hpp>
+#include <xquant/numerics/torch_learnable_fake_quant.hpp>
 
 #include "../golden.hpp"
 

@@ -14,7 +14,7 @@
 #include <xquant/core/model.hpp>
 #include <xquant/layers/conv2d.hpp>
 #include <xquant/layers/depthwise_conv2d.hpp>
-#include <xquant/layers/padding.hpp>
+#include <xquant/kernels/padding.hpp>
 
 #include "../golden.hpp"
 #include "../gradient_check.hpp"

@@ -5,7 +5,7 @@
 #include <xquant/xquant.hpp>
 
 #include "../gradient_check.hpp"
-#include "../quantize/models.hpp"
+#include "../transform/models.hpp"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <xquant/quantizers/approx_sign.hpp>
 #include <xquant/quantizers/dorefa.hpp>
 #include <xquant/quantizers/flip_ratio.hpp>
-#include <xquant/quantizers/larq_math.hpp>
+#include <xquant/numerics/larq_math.hpp>
 #include <xquant/quantizers/magnitude_aware_sign.hpp>
 #include <xquant/quantizers/noop_quantizer.hpp>
 #include <xquant/quantizers/ste_heaviside.hpp>

@@ -22,10 +22,10 @@
 #include <xquant/core/tape.hpp>
 #include <xquant/io/checkpoint.hpp>
 #include <xquant/layers/dense.hpp>
-#include <xquant/layers/quant_dense.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/layers/sequential.hpp>
-#include <xquant/quant/tf_fake_quant.hpp>
-#include <xquant/quant/tfmot_quantizers.hpp>
+#include <xquant/numerics/tf_fake_quant.hpp>
+#include <xquant/numerics/tfmot_quantizers.hpp>
 #include <xquant/quantizers/model_metrics.hpp>
 #include <xquant/quantizers/moving_average_quantizer.hpp>
 #include <xquant/quantizers/ste_sign.hpp>

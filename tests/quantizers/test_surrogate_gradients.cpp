@@ -11,7 +11,7 @@
 #include <xquant/core/clone.hpp>
 #include <xquant/core/mode.hpp>
 #include <xquant/core/tape.hpp>
-#include <xquant/quant/torch_learnable_fake_quant.hpp>
+#include <xquant/numerics/torch_learnable_fake_quant.hpp>
 #include <xquant/quantizers/approx_sign.hpp>
 #include <xquant/quantizers/dorefa.hpp>
 #include <xquant/quantizers/lsq_quantizer.hpp>

@@ -21,10 +21,10 @@
 #include <xquant/layers/depthwise_conv2d.hpp>
 #include <xquant/layers/flatten.hpp>
 #include <xquant/layers/max_pool2d.hpp>
-#include <xquant/layers/quant_conv2d.hpp>
-#include <xquant/layers/quant_dense.hpp>
-#include <xquant/layers/quant_depthwise_conv2d.hpp>
-#include <xquant/layers/quant_separable_conv2d.hpp>
+#include <xquant/wrappers/quant_conv2d.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
+#include <xquant/wrappers/quant_depthwise_conv2d.hpp>
+#include <xquant/wrappers/quant_separable_conv2d.hpp>
 #include <xquant/layers/sequential.hpp>
 #include <xquant/layers/tied_dense.hpp>
 #include <xquant/quantizers/dorefa.hpp>

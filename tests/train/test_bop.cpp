@@ -16,7 +16,7 @@
 #include <xquant/core/model.hpp>
 #include <xquant/io/checkpoint.hpp>
 #include <xquant/layers/dense.hpp>
-#include <xquant/layers/quant_dense.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/layers/sequential.hpp>
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/train/adam.hpp>

@@ -15,7 +15,7 @@
 
 #include <xquant/core/model.hpp>
 #include <xquant/layers/dense.hpp>
-#include <xquant/layers/quant_dense.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/layers/sequential.hpp>
 #include <xquant/quantizers/model_metrics.hpp>
 #include <xquant/quantizers/ste_sign.hpp>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <random>
 
-#include "../quant/tensor.hpp"
+#include "tensor.hpp"
 
 namespace xq {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../quant/tensor.hpp"
+#include "tensor.hpp"
 #include "error.hpp"
 
 namespace xq::detail {

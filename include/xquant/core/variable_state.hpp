@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "../quant/tensor.hpp"
+#include "tensor.hpp"
 #include "error.hpp"
 
 namespace xq {

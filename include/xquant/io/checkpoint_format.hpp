@@ -28,8 +28,8 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
-#include "../quant/quantizer_config.hpp"
-#include "../quant/tensor.hpp"
+#include "../quantizers/quantizer_config.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "../core/error.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 #include "idx.hpp"
 
 namespace xq::io {

@@ -30,7 +30,7 @@
 #include <zlib.h>
 
 #include "../core/error.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq::io {
 

@@ -29,7 +29,7 @@
 #include <xtensor/xmanipulation.hpp>
 
 #include "../core/error.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 #include "atomic_file.hpp"
 
 namespace xq::io {

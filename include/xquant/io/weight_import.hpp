@@ -89,7 +89,7 @@
 #include "../core/error.hpp"
 #include "../core/model.hpp"
 #include "../core/parameter.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 #include "npy.hpp"
 
 namespace xq::io {

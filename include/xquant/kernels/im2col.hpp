@@ -16,7 +16,7 @@
 
 #include "../config.hpp"
 #include "gemm.hpp"  // <cblas.h>: tells whether the BLAS has a thread pool
-#include "../layers/padding.hpp"
+#include "padding.hpp"
 #include "parallel.hpp"
 
 

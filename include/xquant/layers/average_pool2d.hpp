@@ -20,7 +20,7 @@
 #include "../core/tape.hpp"
 #include "../kernels/im2col.hpp"
 #include "../kernels/parallel.hpp"
-#include "padding.hpp"
+#include "../kernels/padding.hpp"
 
 namespace xq {
 

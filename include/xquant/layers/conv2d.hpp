@@ -29,7 +29,7 @@
 #include "../core/tape.hpp"
 #include "../kernels/gemm.hpp"
 #include "../kernels/im2col.hpp"
-#include "padding.hpp"
+#include "../kernels/padding.hpp"
 
 /// Bytes of column matrix per block of conv2d's lowered GEMMs (detail::images_per_block).
 /// Measured on 2 Zen 4 cores (1 MiB L2 each) with OpenBLAS, 3x3 32->64 conv on 64 14x14

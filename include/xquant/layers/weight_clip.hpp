@@ -15,7 +15,7 @@
 #include <cstddef>
 
 #include "../core/error.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq {
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 
 #include "../core/fp_environment.hpp"
-#include "larq_math.hpp"
+#include "../numerics/larq_math.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {

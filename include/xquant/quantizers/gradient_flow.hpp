@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq {
 

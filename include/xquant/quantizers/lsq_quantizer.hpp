@@ -44,7 +44,7 @@
 #include "../core/error.hpp"
 #include "../core/mode.hpp"
 #include "../core/parameter.hpp"
-#include "../quant/torch_learnable_fake_quant.hpp"
+#include "../numerics/torch_learnable_fake_quant.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {

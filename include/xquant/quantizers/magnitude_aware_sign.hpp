@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "../core/fp_environment.hpp"
-#include "larq_math.hpp"
+#include "../numerics/larq_math.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {

@@ -43,8 +43,8 @@
 #include "../core/error.hpp"
 #include "../core/mode.hpp"
 #include "../core/parameter.hpp"
-#include "../quant/tf_fake_quant.hpp"
-#include "../quant/tfmot_quantizers.hpp"
+#include "../numerics/tf_fake_quant.hpp"
+#include "../numerics/tfmot_quantizers.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {

@@ -10,7 +10,7 @@
 /// denormals flushed, as TF does, so 1e-45 gives 0 (larq_math.hpp).
 
 #include "../core/fp_environment.hpp"
-#include "larq_math.hpp"
+#include "../numerics/larq_math.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {

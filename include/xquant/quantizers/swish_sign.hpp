@@ -16,7 +16,7 @@
 
 #include "../core/error.hpp"
 #include "../core/fp_environment.hpp"
-#include "larq_math.hpp"
+#include "../numerics/larq_math.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {

@@ -76,7 +76,7 @@
 #include "../layers/dense.hpp"
 #include "../layers/depthwise_conv2d.hpp"
 #include "../layers/sequential.hpp"
-#include "../quantizers/precision_traits.hpp"
+#include "../core/precision_traits.hpp"
 #include "model_summary.hpp"
 
 namespace xq {

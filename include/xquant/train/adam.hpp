@@ -33,7 +33,7 @@
 
 #include "../core/error.hpp"
 #include "../core/parameter.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 #include "detail/parameter_list.hpp"
 #include "schedule.hpp"
 

@@ -37,8 +37,8 @@
 
 #include "../core/error.hpp"
 #include "../core/parameter.hpp"
-#include "../quant/tensor.hpp"
-#include "../quantizers/larq_math.hpp"
+#include "../core/tensor.hpp"
+#include "../numerics/larq_math.hpp"
 #include "detail/parameter_list.hpp"
 #include "schedule.hpp"
 

@@ -29,7 +29,7 @@
 #include "../core/error.hpp"
 #include "../core/model.hpp"
 #include "../core/parameter.hpp"
-#include "../quantizers/precision_traits.hpp"
+#include "../core/precision_traits.hpp"
 
 namespace xq {
 

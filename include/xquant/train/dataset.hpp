@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq {
 

@@ -37,7 +37,7 @@
 #include "../core/model.hpp"
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 #include "../quantizers/model_metrics.hpp"
 #include "dataset.hpp"
 #include "metrics.hpp"

@@ -23,7 +23,7 @@
 #include "../core/error.hpp"
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq {
 

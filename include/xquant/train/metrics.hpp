@@ -15,7 +15,7 @@
 
 #include "../core/error.hpp"
 #include "../core/var.hpp"
-#include "../quant/tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace xq {
 

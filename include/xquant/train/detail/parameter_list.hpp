@@ -8,7 +8,7 @@
 
 #include "../../core/error.hpp"
 #include "../../core/parameter.hpp"
-#include "../../quant/tensor.hpp"
+#include "../../core/tensor.hpp"
 
 namespace xq::detail {
 

@@ -1,0 +1,256 @@
+#pragma once
+/// \file torch_observers.hpp
+/// PyTorch's observers and their qparams (torch/ao/quantization/observer.py,
+/// utils.py; SEMANTICS.md §5): MinMaxObserver, MovingAverageMinMaxObserver,
+/// PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
+/// `calculate_qmin_qmax` and `_calculate_qparams`.
+///
+///  - Moving averages start from the first batch (no initial value), then
+///    m += c * (cur - m) with c = 0.01 in float32.
+///  - Symmetric scale: max(-min_neg, max_pos) / ((qmax - qmin) / 2), so qint8
+///    gets amax / 127.5 (not TF's /127 or /128); zero point 0, or 128 for quint8.
+///  - Affine: scale = (max_pos - min_neg) / (qmax - qmin) floored at eps,
+///    zp = clamp(qmin - round_half_even(min_neg / scale)).
+///  - min == max gives scale = eps (not 1.0, whatever the docstring says).
+///  - One deliberate difference: a batch with NaN or ±Inf is rejected with an
+///    error and the statistics stay as they were; PyTorch stores it and a
+///    moving average never recovers.
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "../kernels/channel_layout.hpp"
+#include "../core/tensor.hpp"
+#include "torch_fake_quant.hpp"
+
+namespace xq::torch {
+
+enum class dtype { qint8, quint8, qint32, int16, uint16 };
+
+enum class qscheme {
+  per_tensor_affine,
+  per_tensor_symmetric,
+  per_channel_affine,
+  per_channel_symmetric,
+  per_channel_affine_float_qparams
+};
+
+inline bool is_per_channel(qscheme s) {
+  return s == qscheme::per_channel_affine || s == qscheme::per_channel_symmetric ||
+         s == qscheme::per_channel_affine_float_qparams;
+}
+inline bool is_symmetric(qscheme s) {
+  return s == qscheme::per_tensor_symmetric || s == qscheme::per_channel_symmetric;
+}
+
+struct quant_range {
+  std::int64_t quant_min;
+  std::int64_t quant_max;
+};
+
+/// `calculate_qmin_qmax`: the integer range of a dtype, or the custom one
+/// (which must contain 0), halved by reduce_range (floor division).
+inline quant_range calculate_qmin_qmax(std::optional<std::int64_t> quant_min,
+                                       std::optional<std::int64_t> quant_max, dtype t,
+                                       bool reduce_range) {
+  constexpr const char* where = "torch.calculate_qmin_qmax";
+  if (quant_min.has_value() != quant_max.has_value())
+    throw argument_error(where, "both quant_min and quant_max, or neither", "only one of them");
+  if (quant_min) {
+    const std::int64_t lo = *quant_min, hi = *quant_max;
+    if (!(lo <= 0 && 0 <= hi))
+      throw argument_error(where, "a custom range that includes 0",
+                           xq::detail::concat("[", lo, ", ", hi, "]"));
+    if (!(lo < hi))
+      throw argument_error(where, "quant_min < quant_max", xq::detail::concat("[", lo, ", ", hi, "]"));
+    const std::int64_t len = hi - lo + 1;
+    if (t == dtype::qint8 && len > 256)
+      throw argument_error(where, "at most 256 levels for qint8", xq::detail::concat(len, " levels"));
+    auto floor_div2 = [](std::int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); };
+    return reduce_range ? quant_range{floor_div2(lo), floor_div2(hi)} : quant_range{lo, hi};
+  }
+  switch (t) {
+    case dtype::qint8: return reduce_range ? quant_range{-64, 63} : quant_range{-128, 127};
+    case dtype::quint8: return reduce_range ? quant_range{0, 127} : quant_range{0, 255};
+    case dtype::qint32: return {-(std::int64_t(1) << 31), (std::int64_t(1) << 31) - 1};
+    case dtype::int16: return {-(1 << 15), (1 << 15) - 1};
+    case dtype::uint16: return {0, (1 << 16) - 1};
+  }
+  return {0, 15};
+}
+
+/// Scale and zero point of each channel (one entry per tensor).
+struct qparams {
+  vector scale;
+  index_vector zero_point;     ///< integer zero points
+  vector float_zero_point;     ///< per_channel_affine_float_qparams only
+};
+
+struct observer_options {
+  dtype type = dtype::quint8;
+  qscheme scheme = qscheme::per_tensor_affine;
+  bool reduce_range = false;
+  std::optional<std::int64_t> quant_min;
+  std::optional<std::int64_t> quant_max;
+  float eps = FLT_EPSILON;  ///< torch.finfo(torch.float32).eps = 2^-23
+  float averaging_constant = 0.01f;
+  long ch_axis = 0;
+};
+
+/// `_calculate_qparams(min_val, max_val)` for one or more channels.
+inline qparams calculate_qparams(const vector& min_val, const vector& max_val,
+                                 const observer_options& o) {
+  constexpr const char* where = "torch.calculate_qparams";
+  const quant_range q = calculate_qmin_qmax(o.quant_min, o.quant_max, o.type, o.reduce_range);
+  const std::size_t n = min_val.size();
+  qparams p{vector::from_shape({n}), index_vector::from_shape({n}), vector::from_shape({0})};
+  if (n == 0 || max_val.size() != n) throw argument_error(where, "observed statistics", "none");
+  const bool uninitialized = !is_per_channel(o.scheme) &&
+                             min_val(0) == std::numeric_limits<float>::infinity() &&
+                             max_val(0) == -std::numeric_limits<float>::infinity();
+  if (uninitialized) {  // PyTorch warns and returns the neutral qparams
+    p.scale(0) = 1.0f;
+    p.zero_point(0) = 0;
+    return p;
+  }
+  for (std::size_t c = 0; c < n; ++c)
+    if (!(min_val(c) <= max_val(c)))
+      throw argument_error(where, "min_val <= max_val",
+                           xq::detail::concat("min_val = ", min_val(c), ", max_val = ", max_val(c),
+                                              " at channel ", c));
+  if (o.scheme == qscheme::per_channel_affine_float_qparams) p.float_zero_point = vector::from_shape({n});
+  const float levels = float(double(q.quant_max - q.quant_min));
+  for (std::size_t c = 0; c < n; ++c) {
+    const float min_neg = std::min(min_val(c), 0.0f);
+    const float max_pos = std::max(max_val(c), 0.0f);
+    if (is_symmetric(o.scheme)) {
+      const float amax = std::max(-min_neg, max_pos);
+      const float half = float(double(q.quant_max - q.quant_min) / 2.0);
+      p.scale(c) = std::max(amax / half, o.eps);
+      std::int64_t zp = 0;
+      if (o.type == dtype::quint8)
+        zp = o.quant_min ? (q.quant_min + q.quant_max) / 2 : 128;
+      else if (o.type == dtype::uint16)
+        zp = std::int64_t(1) << 15;
+      p.zero_point(c) = zp;
+    } else if (o.scheme == qscheme::per_channel_affine_float_qparams) {
+      const float s = (max_val(c) - min_val(c)) / levels;
+      p.scale(c) = s > o.eps ? s : 1.0f;
+      p.float_zero_point(c) = (-1.0f * min_val(c)) / p.scale(c);
+      p.zero_point(c) = 0;
+    } else {
+      const float s = std::max((max_pos - min_neg) / levels, o.eps);
+      p.scale(c) = s;
+      const std::int64_t zp = q.quant_min - std::int64_t(std::nearbyint(min_neg / s));
+      p.zero_point(c) = std::min(std::max(zp, q.quant_min), q.quant_max);
+    }
+  }
+  return p;
+}
+
+/// Which statistic an observer keeps.
+enum class observer_kind {
+  min_max,                            ///< MinMaxObserver
+  moving_average_min_max,             ///< MovingAverageMinMaxObserver
+  per_channel_min_max,                ///< PerChannelMinMaxObserver
+  moving_average_per_channel_min_max  ///< MovingAveragePerChannelMinMaxObserver
+};
+
+/// A PyTorch observer: feed it batches, read its qparams.
+class observer {
+ public:
+  observer(observer_kind kind, observer_options options) : kind_(kind), options_(options) {
+    constexpr const char* where = "torch.observer";
+    const bool channel_kind = kind == observer_kind::per_channel_min_max ||
+                              kind == observer_kind::moving_average_per_channel_min_max;
+    if (channel_kind != is_per_channel(options.scheme))
+      throw argument_error(where,
+                           channel_kind ? "a per-channel qscheme" : "a per-tensor qscheme",
+                           "the other kind");
+    if (options.scheme == qscheme::per_tensor_symmetric && options.reduce_range &&
+        options.type == dtype::quint8)
+      throw argument_error(where, "no reduce_range for symmetric quint8 (PyTorch refuses it)",
+                           "reduce_range = true");
+    calculate_qmin_qmax(options.quant_min, options.quant_max, options.type, options.reduce_range);
+    if (!channel_kind) {
+      min_val_ = vector({std::numeric_limits<float>::infinity()});
+      max_val_ = vector({-std::numeric_limits<float>::infinity()});
+    }
+  }
+
+  /// Records the statistics of `x` (forward pass of the observer).
+  void operator()(const tensor& x) {
+    if (x.size() == 0) return;
+    const bool channel_kind = is_per_channel(options_.scheme);
+    kernels::channel_layout l = channel_kind
+                                    ? kernels::channel_layout::of(x.shape(), options_.ch_axis, "torch.observer")
+                                    : kernels::channel_layout{1, 1, x.size()};
+    vector cur_min = vector::from_shape({l.channels}), cur_max = vector::from_shape({l.channels});
+    std::fill(cur_min.begin(), cur_min.end(), std::numeric_limits<float>::infinity());
+    std::fill(cur_max.begin(), cur_max.end(), -std::numeric_limits<float>::infinity());
+    const float* p = x.data();
+    // One pass; the stored statistics change only after it has succeeded.
+    for (std::size_t o = 0; o < l.outer; ++o)
+      for (std::size_t c = 0; c < l.channels; ++c)
+        for (std::size_t i = 0; i < l.inner; ++i) {
+          const std::size_t at = (o * l.channels + c) * l.inner + i;
+          const float v = p[at];
+          if (!std::isfinite(v))
+            throw argument_error("torch.observer",
+                                 "finite values in the batch (the statistics are left as they were)",
+                                 xq::detail::concat(v, " at flat index ", at));
+          cur_min(c) = std::min(cur_min(c), v);
+          cur_max(c) = std::max(cur_max(c), v);
+        }
+    const bool moving = kind_ == observer_kind::moving_average_min_max ||
+                        kind_ == observer_kind::moving_average_per_channel_min_max;
+    const bool fresh = channel_kind ? min_val_.size() == 0
+                                    : (min_val_(0) == std::numeric_limits<float>::infinity() &&
+                                       max_val_(0) == -std::numeric_limits<float>::infinity());
+    if (!fresh && min_val_.size() != l.channels)
+      throw argument_error("torch.observer",
+                           xq::detail::concat(min_val_.size(), " channels on axis ", options_.ch_axis),
+                           xq::detail::concat(l.channels, " channels"));
+    if (fresh && channel_kind) {
+      min_val_ = cur_min;
+      max_val_ = cur_max;
+      return;
+    }
+    for (std::size_t c = 0; c < l.channels; ++c) {
+      if (moving && !fresh) {
+        const float k = options_.averaging_constant;
+        min_val_(c) = min_val_(c) + k * (cur_min(c) - min_val_(c));
+        max_val_(c) = max_val_(c) + k * (cur_max(c) - max_val_(c));
+      } else if (moving) {
+        min_val_(c) = cur_min(c);
+        max_val_(c) = cur_max(c);
+      } else {
+        min_val_(c) = std::min(cur_min(c), min_val_(c));
+        max_val_(c) = std::max(cur_max(c), max_val_(c));
+      }
+    }
+  }
+
+  qparams calculate_qparams() const {
+    if (min_val_.size() == 0)
+      throw argument_error("torch.observer", "at least one observed batch", "none");
+    return xq::torch::calculate_qparams(min_val_, max_val_, options_);
+  }
+
+  const vector& min_val() const noexcept { return min_val_; }
+  const vector& max_val() const noexcept { return max_val_; }
+  const observer_options& options() const noexcept { return options_; }
+  observer_kind kind() const noexcept { return kind_; }
+
+ private:
+  observer_kind kind_;
+  observer_options options_;
+  vector min_val_ = vector::from_shape({0});
+  vector max_val_ = vector::from_shape({0});
+};
+
+}  // namespace xq::torch

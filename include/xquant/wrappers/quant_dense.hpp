@@ -1,0 +1,92 @@
+#pragma once
+/// \file quant_dense.hpp
+/// `xq::quant_dense<InputQ, KernelQ>`: Larq's `QuantDense`,
+///
+///     y = input_quantizer(x) · kernel_quantizer(kernel) + bias
+///
+/// with a latent float kernel (in, out), which the optimizer updates: the kernel
+/// quantizer runs on every call, on the tape, so the gradient reaches the latent
+/// kernel through the quantizer's surrogate (Larq's `QuantizedVariable` in
+/// `quantized_scope(True)`). The bias is never quantized. No fused activation: add an
+/// activation layer (Larq's `activation=` argument applies after the bias).
+///
+/// \code
+///   auto fc = xq::quant_dense(10, xq::ste_sign(), xq::ste_sign())
+///                 .kernel_constraint(xq::weight_clip(1.0f));
+/// \endcode
+///
+/// A slot left as `xq::no_quantizer` (the default) passes its value through. The
+/// kernel quantizer takes the metrics of an enclosing `metrics_scope` unless it chose
+/// its own. Larq logs a warning for a binary kernel quantizer without a
+/// `kernel_constraint`; xquant has no logging and does not.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/children.hpp"
+#include "../layers/dense.hpp"
+#include "quant_layer_base.hpp"
+
+namespace xq {
+
+template <class InputQ = no_quantizer, class KernelQ = no_quantizer>
+class quant_dense : public detail::quant_layer_base<quant_dense<InputQ, KernelQ>, dense> {
+  using base = detail::quant_layer_base<quant_dense<InputQ, KernelQ>, dense>;
+  friend base;
+
+ public:
+  InputQ input_quantizer;
+  KernelQ kernel_quantizer;
+  XQ_CHILDREN(input_quantizer, kernel_quantizer)
+
+  /// `units` outputs; the input and kernel quantizers (default: none).
+  explicit quant_dense(std::size_t units = 1, InputQ input_q = InputQ{}, KernelQ kernel_q = KernelQ{})
+      : base(dense(units).name("quant_dense")), input_quantizer(std::move(input_q)),
+        kernel_quantizer(std::move(kernel_q)) {
+    adopt_kernel_quantizer_metrics(kernel_quantizer);
+    name_quantizers(this->path());
+  }
+
+  /// Whether the layer adds a bias (default true); set before the first call.
+  quant_dense& use_bias(bool on) {
+    if (on == this->layer_.use_bias()) return *this;
+    if (this->layer_.kernel())
+      throw argument_error(this->path(), "use_bias set before the layer is built", "a built layer");
+    const std::string n = this->layer_.name(), p = this->layer_.path();
+    this->layer_ = dense(this->layer_.units(), on).name(n);
+    this->layer_.set_path(p);
+    return *this;
+  }
+
+  var operator()(const var& x) {
+    this->ensure_built(x);
+    const var in = input_quantizer(x);
+    const var kernel = kernel_quantizer(var(this->layer_.kernel()));
+    return this->layer_.call_with(in, kernel, this->layer_.bias() ? var(this->layer_.bias()) : var());
+  }
+
+  /// The input quantizer's precision in bits; nullopt without one (Larq's summary: "-").
+  std::optional<int> input_precision() const { return declared_precision(input_quantizer); }
+  /// The layer's own parameters with their bit widths: the kernel's quantizer's
+  /// precision (32 without one), the bias 32 (empty until built).
+  std::vector<std::pair<parameter_ptr, int>> weight_precisions() const {
+    std::vector<std::pair<parameter_ptr, int>> out;
+    if (this->kernel()) out.emplace_back(this->kernel(), weight_bitwidth(kernel_quantizer));
+    if (this->bias()) out.emplace_back(this->bias(), 32);
+    return out;
+  }
+
+  std::size_t units() const noexcept { return this->layer_.units(); }
+  bool use_bias() const noexcept { return this->layer_.use_bias(); }
+
+ private:
+  void name_quantizers(const std::string& p) {
+    detail::set_quantizer_path(input_quantizer, p + "/input_quantizer");
+    detail::set_quantizer_path(kernel_quantizer, p + "/kernel_quantizer");
+  }
+};
+
+}  // namespace xq

@@ -1,0 +1,26 @@
+#pragma once
+/// \file wrapper_settings.hpp
+/// What one quantized wrapper does: which of its tensors are fake-quantized and how.
+/// `quantize_model` computes one per wrapper from the scheme, the spec and the mode.
+
+#include <cstddef>
+#include <vector>
+
+#include "../quantizers/quantizer_config.hpp"
+
+namespace xq {
+
+struct wrapper_settings {
+  bool quantize_input = false;   ///< QDQ on the input (merges: on the inputs of `input_indices`)
+  bool quantize_weight = false;  ///< QDQ on the kernel (weighted layers)
+  bool quantize_output = false;  ///< QDQ on the output (tfmot's and PyTorch's placement)
+  /// Merge layers: the input indices that get a QDQ (NVIDIA's quantization_index);
+  /// empty means every input.
+  std::vector<std::size_t> input_indices;
+  quantizer_config input, weight, output;
+  /// A layer called from several places keeps one range per call site instead of one
+  /// shared range (see site_quantizers.hpp).
+  bool per_call_site = false;
+};
+
+}  // namespace xq

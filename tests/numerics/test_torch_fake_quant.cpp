@@ -1,0 +1,187 @@
+// PyTorch fake_quantize_per_{tensor,channel}_affine and the learnable (LSQ)
+// form: SEMANTICS.md §5 vectors and golden vectors produced by PyTorch.
+
+#include <catch2/catch.hpp>
+
+#include <xquant/numerics/torch_learnable_fake_quant.hpp>
+
+#include "../golden.hpp"
+
+using xq::tensor;
+namespace torch = xq::torch;
+
+TEST_CASE("torch fake quant: rounds to even, clamps the integer, masks before the clamp",
+          "[torch][fake_quant]") {
+  const float s = 1.0f / 127.0f;
+  const tensor x = {-1, -0.5f, 0, 0.3f, 0.8f, 0.555f, 0.50390625f};
+  const tensor want = tensor{-127, -64, 0, 38, 102, 70, 64} * s;
+  CHECK(golden::bit_difference(torch::fake_quantize_per_tensor_affine(x, s, 0, -127, 127), want) == "");
+  // Half a step past the end still gets gradient (mask on the rounded value).
+  const tensor edge = {127.4f * s, 127.6f * s, -127.4f * s, -127.6f * s};
+  const auto r = torch::fake_quantize_per_tensor_affine_and_mask(edge, s, 0, -127, 127);
+  CHECK((r.mask == xq::mask_tensor{true, false, true, false}));
+  CHECK((r.y == tensor{127 * s, 127 * s, -127 * s, -127 * s}));
+  const tensor dx = torch::fake_quantize_per_tensor_affine_gradient(tensor{-2, 3, 4, -5}, edge, s, 0, -127, 127);
+  CHECK(golden::bit_difference(dx, tensor{-2, 0, 4, -0.0f}) == "");
+}
+
+TEST_CASE("torch learnable fake quant: the LSQ example of SEMANTICS.md", "[torch][lsq]") {
+  const tensor x = {-3, -0.6f, 0.2f, 0.75f, 2};
+  CHECK((torch::fake_quantize_learnable_per_tensor_affine(x, 0.5f, 0.0f, -4, 3) ==
+        tensor{-2, -0.5f, 0, 1.0f, 1.5f}));
+  const auto g = torch::fake_quantize_learnable_per_tensor_affine_backward(xt::ones_like(x), x, 0.5f,
+                                                                           0.0f, -4, 3);
+  CHECK((g.dx == tensor{0, 1, 1, 1, 0}));
+  CHECK(g.dscale == Approx(-0.7f).epsilon(1e-6));
+  CHECK(g.dzero_point == -1.0f);
+  // Forward rounds zp half to even, backward half up: 2.5 -> 2 and 3.
+  CHECK(torch::detail::forward_zero_point(2.5f, -10, 10) == 2);
+  CHECK(torch::detail::backward_zero_point(2.5f, -10, 10) == 3);
+  CHECK(torch::detail::backward_zero_point(-0.7f, -10, 10) == 0);  // trunc toward zero
+  CHECK(torch::lsq_grad_factor(100, 127) == float(1.0 / std::sqrt(12700.0)));
+  CHECK(torch::lsq_grad_factor(1, 1) == 1.0f);
+}
+
+TEST_CASE("torch fake quant: bad input is rejected with a clear message", "[torch][errors]") {
+  const tensor x = {0.0f};
+  CHECK_THROWS_WITH(torch::fake_quantize_per_tensor_affine(x, 0.1f, 0, 5, 3),
+                    Catch::Contains("quant_min <= quant_max") && Catch::Contains("quant_min = 5, quant_max = 3"));
+  CHECK_THROWS_WITH(torch::fake_quantize_per_tensor_affine(x, 0.1f, 300, 0, 255),
+                    Catch::Contains("zero_point in [quant_min, quant_max] = [0, 255]") &&
+                        Catch::Contains("zero_point = 300"));
+  CHECK_THROWS_WITH(torch::fake_quantize_per_tensor_affine(x, 0.0f, 0, 0, 255),
+                    Catch::Contains("scale finite and > 0") && Catch::Contains("scale = 0"));
+  CHECK_THROWS_AS(torch::fake_quantize_per_tensor_affine(x, -1.0f, 0, 0, 255), xq::argument_error);
+  CHECK_THROWS_AS(torch::fake_quantize_per_tensor_affine(x, INFINITY, 0, 0, 255), xq::argument_error);
+  CHECK_THROWS_AS(torch::fake_quantize_per_tensor_affine(x, NAN, 0, 0, 255), xq::argument_error);
+  const tensor w = xt::zeros<float>({3, 2});
+  CHECK_THROWS_WITH(torch::fake_quantize_per_channel_affine(w, xq::vector{1, 1}, torch::index_vector{0, 0}, 0, -128, 127),
+                    Catch::Contains("scale of length 3 (the axis length)") && Catch::Contains("length 2"));
+  CHECK_THROWS_WITH(torch::fake_quantize_per_channel_affine(w, xq::vector{1, 1}, torch::index_vector{0, 0}, 2, -128, 127),
+                    Catch::Contains("an axis in [-2, 1]"));
+  CHECK_THROWS_WITH(torch::fake_quantize_per_channel_affine(w, xq::vector{1, 1, 1}, torch::index_vector{0, 0, 200}, 0, -128, 127),
+                    Catch::Contains("zero_point[2] = 200"));
+  CHECK_THROWS_WITH(torch::fake_quantize_learnable_per_tensor_affine_backward(x, x, 1.0f, 0.0f, 1, 10),
+                    Catch::Contains("quant_min <= 0 <= quant_max"));
+}
+
+namespace {
+// Per-element LSQ gradient terms, computed with the same kernel the walkers use.
+void lsq_terms(const torch::learnable_fake_quantize_kernel<float>& k, const tensor& x, const tensor& dy,
+               tensor& dscale, tensor& dzp) {
+  dscale = xt::empty<float>(x.shape());
+  dzp = xt::empty<float>(x.shape());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    float t[2];
+    k.param_grad_terms(x.data()[i], dy.data()[i], t);
+    dscale.data()[i] = t[0];
+    dzp.data()[i] = t[1];
+  }
+}
+}  // namespace
+
+TEST_CASE("torch fake quant: golden vectors from PyTorch, bit for bit", "[torch][golden]") {
+  const auto data = golden::load("torch_fake_quant");
+  std::size_t checked = 0;
+  for (const auto& c : data.at("cases")) {
+    const std::string op = c.at("op");
+    const auto& a = c.at("attrs");
+    const auto& t = c.at("tensors");
+    INFO(op << " / " << c.at("name").get<std::string>());
+    const tensor x = golden::tensor(t.at("x")), dy = golden::tensor(t.at("dy"));
+    const std::int64_t qmin = a.at("quant_min"), qmax = a.at("quant_max");
+    if (op == "torch.fake_quantize_per_tensor_affine") {
+      const float s = golden::scalar(t.at("scale"));
+      const std::int64_t zp = a.at("zero_point");
+      const tensor want = golden::tensor(t.at("y"));
+      CHECK(golden::bit_difference(torch::fake_quantize_per_tensor_affine(x, s, zp, qmin, qmax), want) == "");
+      CHECK(golden::bit_difference(torch::fake_quantize_per_tensor_affine_and_mask(x, s, zp, qmin, qmax).y, want) == "");
+      CHECK(golden::bit_difference(torch::fake_quantize_per_tensor_affine_gradient(dy, x, s, zp, qmin, qmax),
+                                   golden::tensor(t.at("dx"))) == "");
+    } else if (op == "torch.fake_quantize_per_channel_affine") {
+      const xq::vector s = golden::vector(t.at("scale"));
+      const long axis = a.at("axis");
+      if (a.at("zero_point_dtype") == "float32") {
+        const xq::vector zp = golden::vector(t.at("zero_point"));
+        CHECK(golden::bit_difference(torch::fake_quantize_per_channel_affine(x, s, zp, axis, qmin, qmax),
+                                     golden::tensor(t.at("y"))) == "");
+        CHECK(golden::bit_difference(torch::fake_quantize_per_channel_affine_gradient(dy, x, s, zp, axis, qmin, qmax),
+                                     golden::tensor(t.at("dx"))) == "");
+      } else {
+        const auto zp = golden::ints(t.at("zero_point"));
+        CHECK(golden::bit_difference(torch::fake_quantize_per_channel_affine(x, s, zp, axis, qmin, qmax),
+                                     golden::tensor(t.at("y"))) == "");
+        CHECK(golden::bit_difference(torch::fake_quantize_per_channel_affine_gradient(dy, x, s, zp, axis, qmin, qmax),
+                                     golden::tensor(t.at("dx"))) == "");
+      }
+    } else {
+      FAIL("unknown op " << op);
+    }
+    ++checked;
+  }
+  CHECK(checked > 50);
+}
+
+TEST_CASE("torch learnable fake quant: golden vectors from PyTorch", "[torch][lsq][golden]") {
+  const auto data = golden::load("torch_learnable_fake_quant");
+  std::size_t checked = 0;
+  for (const auto& c : data.at("cases")) {
+    const std::string op = c.at("op");
+    const auto& a = c.at("attrs");
+    const auto& t = c.at("tensors");
+    INFO(op << " / " << c.at("name").get<std::string>());
+    const tensor x = golden::tensor(t.at("x")), dy = golden::tensor(t.at("dy"));
+    const std::int64_t qmin = a.at("quant_min"), qmax = a.at("quant_max");
+    const float gf = golden::scalar(t.at("grad_factor"));
+    const float mag = golden::abs_sum(golden::tensor(t.at("dscale_elem"))) +
+                      golden::abs_sum(golden::tensor(t.at("dzero_point_elem")));
+    tensor dscale, dzp;
+    if (op == "torch.fake_quantize_learnable_per_tensor_affine") {
+      const float s = golden::scalar(t.at("scale")), zp = golden::scalar(t.at("zero_point"));
+      CHECK(golden::bit_difference(torch::fake_quantize_learnable_per_tensor_affine(x, s, zp, qmin, qmax, gf),
+                                   golden::tensor(t.at("y"))) == "");
+      const auto g = torch::fake_quantize_learnable_per_tensor_affine_backward(dy, x, s, zp, qmin, qmax, gf);
+      CHECK(golden::bit_difference(g.dx, golden::tensor(t.at("dx"))) == "");
+      CHECK(golden::close_sum(g.dscale, golden::scalar(t.at("dscale")), mag));
+      CHECK(golden::close_sum(g.dzero_point, golden::scalar(t.at("dzero_point")), mag));
+      const float zpb = float(torch::detail::backward_zero_point(zp, qmin, qmax));
+      lsq_terms({s, 1.0f / s, zpb, float(qmin), float(qmax), gf}, x, dy, dscale, dzp);
+    } else if (op == "torch.fake_quantize_learnable_per_channel_affine") {
+      const xq::vector s = golden::vector(t.at("scale")), zp = golden::vector(t.at("zero_point"));
+      const long axis = a.at("axis");
+      CHECK(golden::bit_difference(torch::fake_quantize_learnable_per_channel_affine(x, s, zp, axis, qmin, qmax, gf),
+                                   golden::tensor(t.at("y"))) == "");
+      const auto g = torch::fake_quantize_learnable_per_channel_affine_backward(dy, x, s, zp, axis, qmin, qmax, gf);
+      CHECK(golden::bit_difference(g.dx, golden::tensor(t.at("dx"))) == "");
+      const xq::vector ws = golden::vector(t.at("dscale")), wz = golden::vector(t.at("dzero_point"));
+      for (std::size_t i = 0; i < ws.size(); ++i) {
+        CHECK(golden::close_sum(g.dscale(i), ws(i), mag));
+        CHECK(golden::close_sum(g.dzero_point(i), wz(i), mag));
+      }
+      // Per element: that element's channel parameters.
+      const auto layout = xq::kernels::channel_layout::of(x.shape(), axis, "test");
+      const xq::vector zr = torch::detail::rounded_zero_points(zp, qmin, qmax);
+      dscale = xt::empty<float>(x.shape());
+      dzp = xt::empty<float>(x.shape());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::size_t ch = (i / layout.inner) % layout.channels;
+        const torch::learnable_fake_quantize_kernel<float> k{s(ch), 1.0f / s(ch), zr(ch), float(qmin),
+                                                             float(qmax), gf};
+        float terms[2];
+        k.param_grad_terms(x.data()[i], dy.data()[i], terms);
+        dscale.data()[i] = terms[0];
+        dzp.data()[i] = terms[1];
+      }
+    } else {
+      FAIL("unknown op " << op);
+    }
+    // The golden per-element values are one-element sums (0 + term): a
+    // -0.0 term is +0.0 there.
+    dscale += 0.0f;
+    dzp += 0.0f;
+    CHECK(golden::bit_difference(dscale, golden::tensor(t.at("dscale_elem"))) == "");
+    CHECK(golden::bit_difference(dzp, golden::tensor(t.at("dzero_point_elem"))) == "");
+    ++checked;
+  }
+  CHECK(checked > 20);
+}
