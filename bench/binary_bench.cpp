@@ -31,7 +31,7 @@
 #include <xquant/quantizers/dorefa.hpp>
 #include <xquant/quantizers/lsq_quantizer.hpp>
 #include <xquant/quantizers/magnitude_aware_sign.hpp>
-#include <xquant/quantizers/model_metrics.hpp>
+#include <xquant/quantizers/model_quantizers.hpp>
 #include <xquant/quantizers/ste_heaviside.hpp>
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/quantizers/ste_tern.hpp>
@@ -226,7 +226,7 @@ void BM_bnn_over_float_train_step(benchmark::State& state) {
   }();
   xq::build(bnn, {1, 28, 28, 1});
   if (with_metrics)
-    xq::for_each_quantizer_layer(bnn, [](auto& q) {
+    xq::for_each_quantizer(bnn, [](auto& q) {
       if (q.path().find("input_quantizer") != std::string::npos) q.metrics(xq::quantizer_metric::gradient_flow);
     });
   auto twin = bnn::make_float_cnn();

@@ -20,7 +20,7 @@
 
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
-#include <xquant/quantizers/model_metrics.hpp>
+#include <xquant/quantizers/model_quantizers.hpp>
 #include <xquant/summary/print_summary.hpp>
 #include <xquant/summary/summarize.hpp>
 #include <xquant/train/adam.hpp>
@@ -88,7 +88,7 @@ int main(int argc, char** argv) try {
   }();
   xq::build(model, {1, 28, 28, 1});
   // The input quantizers report how much gradient their clipped STE lets through.
-  xq::for_each_quantizer_layer(model, [](auto& q) {
+  xq::for_each_quantizer(model, [](auto& q) {
     if (q.path().find("input_quantizer") != std::string::npos) q.metrics(xq::quantizer_metric::gradient_flow);
   });
 

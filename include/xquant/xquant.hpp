@@ -1,25 +1,30 @@
 #pragma once
 /// \file xquant.hpp
-/// Umbrella header: everything xquant offers on the host. Each part also has its
-/// own headers, which compile alone (include only what you use to keep builds fast).
+/// Umbrella header: everything xquant offers on the host but checkpoints (include
+/// <xquant/io/checkpoint.hpp> where you save or load: it brings in nlohmann::json). Each
+/// part also has its own headers, which compile alone.
 ///
-/// Start here:
-///  - core/var.hpp, core/tape.hpp          xq::var and define-by-run autodiff
-///  - core/layer.hpp, core/children.hpp    the layer contract; composites (XQ_CHILDREN)
-///  - core/model.hpp                       paths, parameters(model), build(model, shape)
-///  - layers/                              one layer per header (dense, conv2d, batch_norm, ...)
-///  - train/                               losses, sgd/adam/adamw, schedules, fit/evaluate
-///  - io/                                  IDX (MNIST format), Fashion-MNIST, .npy
-///  - quant/                               every peer's fake-quant operator, bit for bit
-///  - quantizers/                          Larq's quantizers as layers, their metrics
-///  - summary/                             the model summary (Larq's, any bit widths)
-///  - kernels/                             the policies and the walkers behind them; GEMM, im2col
+/// Rooms, in the order they may include each other (a room includes only rooms above it):
+///  - core/          xq::var and the tape, parameters, the layer contract (layer.hpp,
+///                   layer_traits.hpp, children.hpp; docs/layer_contract.md), model walks
+///  - kernels/       the policies and the walkers behind them; GEMM, im2col, window geometry
+///  - numerics/      every peer's fake-quant operator and range rule, bit for bit
+///  - layers/        one float layer per header (dense, conv2d, batch_norm, ...)
+///  - quantizers/    the quantizer layers: one base (quantizer_layer.hpp); fake_quantizer
+///                   (a range tracker and a numerics); Larq's family; LSQ; their metrics
+///  - wrappers/      quantized layers on one base (wrapped_layer.hpp): NVIDIA's wrappers
+///                   and Larq's quant layers
+///  - transform/     the quantize<L> trait and registry, quantize_model, schemes, specs,
+///                   QDQ placement cases
+///  - summary/, train/   the model summary; losses, optimizers, fit
+///  - io/            IDX (MNIST format), Fashion-MNIST, .npy, weight import, checkpoints
 
 #include "config.hpp"
-#include "core/error.hpp"
 #include "core/children.hpp"
 #include "core/clone.hpp"
+#include "core/error.hpp"
 #include "core/layer.hpp"
+#include "core/layer_traits.hpp"
 #include "core/memory.hpp"
 #include "core/mode.hpp"
 #include "core/model.hpp"
@@ -29,7 +34,6 @@
 #include "core/var.hpp"
 #include "io/fashion_mnist.hpp"
 #include "io/idx.hpp"
-#include "io/checkpoint.hpp"
 #include "io/npy.hpp"
 #include "io/weight_import.hpp"
 #include "kernels/policy.hpp"
@@ -48,10 +52,6 @@
 #include "layers/global_max_pool2d.hpp"
 #include "layers/max_pool2d.hpp"
 #include "layers/multiply.hpp"
-#include "wrappers/quant_conv2d.hpp"
-#include "wrappers/quant_dense.hpp"
-#include "wrappers/quant_depthwise_conv2d.hpp"
-#include "wrappers/quant_separable_conv2d.hpp"
 #include "layers/reshape.hpp"
 #include "layers/sequential.hpp"
 #include "layers/tied_dense.hpp"
@@ -63,16 +63,12 @@
 #include "numerics/torch_fake_quant.hpp"
 #include "numerics/torch_learnable_fake_quant.hpp"
 #include "numerics/torch_observers.hpp"
-#include "quantizers/fake_quantizer.hpp"
-#include "transform/qdq_cases.hpp"
-#include "transform/quantize.hpp"
-#include "transform/quantize_model.hpp"
-#include "transform/registry.hpp"
 #include "quantizers/approx_sign.hpp"
 #include "quantizers/dorefa.hpp"
+#include "quantizers/fake_quantizer.hpp"
 #include "quantizers/lsq_quantizer.hpp"
 #include "quantizers/magnitude_aware_sign.hpp"
-#include "quantizers/model_metrics.hpp"
+#include "quantizers/model_quantizers.hpp"
 #include "quantizers/moving_average_quantizer.hpp"
 #include "quantizers/no_quantizer.hpp"
 #include "quantizers/noop_quantizer.hpp"
@@ -83,9 +79,9 @@
 #include "quantizers/swish_sign.hpp"
 #include "summary/print_summary.hpp"
 #include "summary/summarize.hpp"
+#include "train/adam.hpp"
 #include "train/bop.hpp"
 #include "train/case_optimizer.hpp"
-#include "train/adam.hpp"
 #include "train/dataset.hpp"
 #include "train/fit.hpp"
 #include "train/losses.hpp"
@@ -93,3 +89,11 @@
 #include "train/progress.hpp"
 #include "train/schedule.hpp"
 #include "train/sgd.hpp"
+#include "transform/qdq_cases.hpp"
+#include "transform/quantize.hpp"
+#include "transform/quantize_model.hpp"
+#include "transform/registry.hpp"
+#include "wrappers/quant_conv2d.hpp"
+#include "wrappers/quant_dense.hpp"
+#include "wrappers/quant_depthwise_conv2d.hpp"
+#include "wrappers/quant_separable_conv2d.hpp"

@@ -50,16 +50,12 @@ void check_deep_copy(Model& original, Model& clone) {
   }
 }
 
-/// Each quantizer's path, range and batch count (what `fake_quantizer` keeps by value).
+/// Each fake quantizer's path, range, batch count and switch.
 template <class Model>
 std::vector<std::tuple<std::string, xq::vector, xq::vector, std::size_t, bool>> quantizer_states(Model& m) {
   std::vector<std::tuple<std::string, xq::vector, xq::vector, std::size_t, bool>> out;
-  xq::for_each_layer(m, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (xq::detail::has_for_each_quantizer<L>::value)
-      l.for_each_quantizer([&](xq::fake_quantizer& q) {
-        out.emplace_back(q.path(), q.min(), q.max(), q.batches_seen(), q.enabled());
-      });
+  xq::for_each_quantizer(m, [&](xq::fake_quantizer& q) {
+    out.emplace_back(q.path(), q.min(), q.max(), q.batches_seen(), q.enabled());
   });
   return out;
 }

@@ -36,10 +36,6 @@ bool same_tensor(const xq::tensor& a, const xq::tensor& b) {
   return a.shape() == b.shape() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-bool same_vector(const xq::vector& a, const xq::vector& b) {
-  return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
 /// The model's and the optimizer's whole state, as a checkpoint holds it (cheaper to take
 /// and compare than its encoding: this runs for every input).
 xq::checkpoint_state state_of(target& t) { return xq::detail::ckpt::capture_checkpoint(t.model, t.optimizer); }
@@ -55,8 +51,9 @@ bool same_state(const xq::checkpoint_state& a, const xq::checkpoint_state& b) {
   }
   for (std::size_t i = 0; i < a.quantizers.size(); ++i) {
     const auto &x = a.quantizers[i], &y = b.quantizers[i];
-    if (x.path != y.path || x.enabled != y.enabled || x.batches_seen != y.batches_seen || !same_vector(x.min, y.min) ||
-        !same_vector(x.max, y.max))
+    // The ranges are parameters, compared above; these are the switches and counters.
+    if (x.path != y.path || x.kind != y.kind || x.enabled != y.enabled || x.observer_enabled != y.observer_enabled ||
+        x.fake_quant_enabled != y.fake_quant_enabled || x.batches_seen != y.batches_seen || x.built != y.built)
       return false;
   }
   for (std::size_t i = 0; i < a.batch_norm_folds.size(); ++i)

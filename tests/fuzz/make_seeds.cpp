@@ -20,7 +20,8 @@ void write(const std::string& dir, const std::string& name, unsigned char mode, 
 
 void write_both(const std::string& dir, const std::string& name, const std::vector<std::uint8_t>& file) {
   write(dir, name + ".xqc", 0, file);
-  write(dir, name + ".payload", 1, xq::detail::ckpt::open_checkpoint_envelope(file.data(), file.size(), name));
+  unsigned version = 0;
+  write(dir, name + ".payload", 1, xq::detail::ckpt::open_checkpoint_envelope(file.data(), file.size(), name, version));
 }
 
 }  // namespace

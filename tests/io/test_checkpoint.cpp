@@ -288,10 +288,11 @@ TEST_CASE("checkpoint: PyTorch-numerics quantizers round-trip, unobserved ranges
   {
     twin m = make(1);
     const auto s = xq::detail::ckpt::capture_checkpoint(m);
-    const auto input = std::find_if(s.quantizers.begin(), s.quantizers.end(),
-                                    [](const auto& q) { return q.path == "mix/input_quantizer"; });
-    REQUIRE(input != s.quantizers.end());
-    CHECK(input->min(0) == std::numeric_limits<float>::infinity());  // PyTorch's unobserved observer
+    // The quantizer's range is its parameters, named as PyTorch names its observer's buffers.
+    const auto input = std::find_if(s.parameters.begin(), s.parameters.end(),
+                                    [](const auto& p) { return p.name == "mix/input_quantizer/min_val"; });
+    REQUIRE(input != s.parameters.end());
+    CHECK(input->value(0) == std::numeric_limits<float>::infinity());  // PyTorch's unobserved observer
   }
   SECTION("saved before any batch") {
     check_round_trip<twin, decltype(make), xq::adam>(make, make_adam, tokens, target, 0, dir);
@@ -526,13 +527,13 @@ TEST_CASE("checkpoint: truncated, corrupted and foreign files are io_errors that
   SECTION("another format version, or a payload that is not a checkpoint's") {
     nlohmann::json outer = nlohmann::json::from_cbor(file);
     const bytes payload = outer["payload"].get_binary();
-    nlohmann::ordered_json v2;
-    v2["format"] = "xquant-checkpoint";
-    v2["version"] = 2;
-    v2["crc32"] = outer["crc32"];
-    v2["payload"] = nlohmann::ordered_json::binary(payload);
-    CHECK_THAT(rejected(nlohmann::ordered_json::to_cbor(v2)),
-               Contains("unsupported checkpoint format version 2 (this xquant reads version 1)"));
+    nlohmann::ordered_json v3;
+    v3["format"] = "xquant-checkpoint";
+    v3["version"] = 3;
+    v3["crc32"] = outer["crc32"];
+    v3["payload"] = nlohmann::ordered_json::binary(payload);
+    CHECK_THAT(rejected(nlohmann::ordered_json::to_cbor(v3)),
+               Contains("unsupported checkpoint format version 3 (this xquant reads versions 1 and 2)"));
 
     // A valid envelope (CRC and all) around payloads that break the schema.
     auto wrapped = [&](const nlohmann::ordered_json& p) {
@@ -547,12 +548,17 @@ TEST_CASE("checkpoint: truncated, corrupted and foreign files are io_errors that
     auto no_quantizers = p;
     no_quantizers.erase("quantizers");
     CHECK_THAT(rejected(wrapped(no_quantizers)), Contains("the payload: no \"quantizers\" entry"));
-    auto bad_range = p;
-    for (auto& q : bad_range["quantizers"])
-      if (q["path"] == "mix/kernel_quantizer") {
-        q["min"] = q["max"];
-        q["max"]["data"] = nlohmann::ordered_json::binary(bytes(q["min"]["data"].get_binary().size(), 0));
-      }
+    auto bad_range = p;  // the range is the quantizer's parameters: min above max
+    nlohmann::ordered_json* min_var = nullptr;
+    nlohmann::ordered_json* max_var = nullptr;
+    for (auto& q : bad_range["parameters"]) {
+      if (q["name"] == "mix/kernel_quantizer/min_var") min_var = &q;
+      if (q["name"] == "mix/kernel_quantizer/max_var") max_var = &q;
+    }
+    REQUIRE(min_var);
+    REQUIRE(max_var);
+    (*min_var)["value"] = (*max_var)["value"];
+    (*max_var)["value"]["data"] = nlohmann::ordered_json::binary(bytes((*min_var)["value"]["data"].get_binary().size(), 0));
     CHECK_THAT(rejected(wrapped(bad_range)), Contains("the range of mix/kernel_quantizer"));
     auto twice = p;
     twice["parameters"].push_back(twice["parameters"][0]);
@@ -633,7 +639,8 @@ TEST_CASE("checkpoint: the file starts with its documented magic and is plain CB
   CHECK(std::string(file.begin(), file.begin() + static_cast<std::ptrdiff_t>(magic.size())) == magic);
   // Any CBOR reader opens it: the envelope, then the payload.
   const nlohmann::json outer = nlohmann::json::from_cbor(file);
-  CHECK(outer["version"] == 1);
+  CHECK(outer["version"] == xq::checkpoint_format_version);
+  CHECK(xq::checkpoint_format_version == 2);
   const nlohmann::json payload = nlohmann::json::from_cbor(outer["payload"].get_binary());
   CHECK(payload["parameters"][0]["name"] == "embed/embeddings");
   CHECK(payload["parameters"][0]["value"]["shape"] == nlohmann::json::array({7, 4}));

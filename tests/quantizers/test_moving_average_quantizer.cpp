@@ -26,7 +26,7 @@
 #include <xquant/layers/sequential.hpp>
 #include <xquant/numerics/tf_fake_quant.hpp>
 #include <xquant/numerics/tfmot_quantizers.hpp>
-#include <xquant/quantizers/model_metrics.hpp>
+#include <xquant/quantizers/model_quantizers.hpp>
 #include <xquant/quantizers/moving_average_quantizer.hpp>
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/summary/summarize.hpp>

@@ -17,7 +17,7 @@
 #include <xquant/layers/dense.hpp>
 #include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/layers/sequential.hpp>
-#include <xquant/quantizers/model_metrics.hpp>
+#include <xquant/quantizers/model_quantizers.hpp>
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/dataset.hpp>
@@ -131,12 +131,12 @@ TEST_CASE("fit with quant layers: metrics of every quantizer, named by path, ter
   xq::sequential model(xq::dense(6), xq::quant_dense(5, xq::ste_sign(), xq::ste_sign()), xq::ste_sign(),
                        xq::dense(3));
   xq::build(model, {1, 4});
-  CHECK(xq::count_quantizer_layers(model) == 3);
+  CHECK(xq::count_quantizers(model) == 3);
   CHECK(xq::quantizer_metrics(model).empty());  // none turned on
   xq::enable_quantizer_metrics(model, xq::quantizer_metric::flip_ratio | xq::quantizer_metric::gradient_flow);
 
   std::vector<std::string> paths;
-  xq::for_each_quantizer_layer(model, [&](const auto& q) { paths.push_back(q.path()); });
+  xq::for_each_quantizer(model, [&](const auto& q) { paths.push_back(q.path()); });
   CHECK(paths == std::vector<std::string>{"quant_dense/input_quantizer", "quant_dense/kernel_quantizer", "ste_sign"});
 
   xq::adam opt(xq::trainable_parameters(model), {0.01f});
@@ -193,7 +193,7 @@ TEST_CASE("fit on a model without quantizers reports no quantizer metrics and pr
   xq::set_seed(2);
   xq::sequential model(xq::dense(4), xq::dense(3));
   xq::build(model, {1, 4});
-  CHECK(xq::count_quantizer_layers(model) == 0);
+  CHECK(xq::count_quantizers(model) == 0);
   xq::sgd opt(xq::trainable_parameters(model), {0.1f});
   std::ostringstream out;
   xq::fit_options o;

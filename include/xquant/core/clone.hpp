@@ -11,9 +11,9 @@
 /// uses one new weight in the same two places.
 ///
 /// What a clone copies: every layer by its copy constructor (settings, names, paths,
-/// quantizer state: configs, ranges, moving averages and batch counts, since
-/// `fake_quantizer` is a value type; a dropout's random state), and every parameter's
-/// value, name and trainable flag. What it does not: gradients (the clone's parameters
+/// quantizer configs and switches, a dropout's random state), and every parameter's
+/// value, name and trainable flag — quantizer state (ranges, moving averages, learned
+/// scales) included, since it lives in parameters. What it does not: gradients (the clone's parameters
 /// start with none) and optimizer state (moments, step counts), which belongs to an
 /// optimizer, not to a model: make a new optimizer over `trainable_parameters(clone)`.
 ///
@@ -34,8 +34,7 @@
 ///     `template <class F> void for_each_link_slot(F&& f)` calling
 ///     `f(std::shared_ptr<Link>& slot, &Link::param_a, &Link::param_b, ...)`: the slot
 ///     and the `parameter_ptr` members inside the link.
-///   - a quantizer reached through a layer's `for_each_quantizer` that holds parameters
-///     (a learned scale) provides `for_each_parameter_slot` as well.
+///   - a quantizer provides it too (quantizer_base declares it): its state parameters.
 /// A layer that holds parameters and does not expose them makes `clone_model` throw
 /// (rather than return a clone that silently trains the original's weights).
 
@@ -47,41 +46,11 @@
 #include <utility>
 
 #include "error.hpp"
+#include "layer_traits.hpp"
 #include "model.hpp"
 #include "parameter.hpp"
 
 namespace xq {
-
-namespace detail {
-
-struct parameter_slot_probe {
-  void operator()(parameter_ptr&) const {}
-};
-struct link_slot_probe {
-  template <class... Args>
-  void operator()(Args&&...) const {}
-};
-
-}  // namespace detail
-
-/// Whether `T` exposes its parameter slots (`for_each_parameter_slot`).
-template <class T, class = void>
-struct has_parameter_slots : std::false_type {};
-template <class T>
-struct has_parameter_slots<
-    T, std::void_t<decltype(std::declval<T&>().for_each_parameter_slot(detail::parameter_slot_probe{}))>>
-    : std::true_type {};
-template <class T>
-inline constexpr bool has_parameter_slots_v = has_parameter_slots<T>::value;
-
-/// Whether `T` exposes shared link objects (`for_each_link_slot`).
-template <class T, class = void>
-struct has_link_slots : std::false_type {};
-template <class T>
-struct has_link_slots<T, std::void_t<decltype(std::declval<T&>().for_each_link_slot(detail::link_slot_probe{}))>>
-    : std::true_type {};
-template <class T>
-inline constexpr bool has_link_slots_v = has_link_slots<T>::value;
 
 /// Calls `f(parameter_ptr&)` on each parameter slot of `object` (none when it has no
 /// `for_each_parameter_slot`): how a wrapper forwards to the layer it holds.
@@ -99,38 +68,16 @@ void visit_link_slots(T& object, F&& f) {
 
 namespace detail {
 
-template <class T, class = void>
-struct has_for_each_quantizer : std::false_type {};
-template <class T>
-struct has_for_each_quantizer<T, std::void_t<decltype(std::declval<T&>().for_each_quantizer(link_slot_probe{}))>>
-    : std::true_type {};
-
-template <class T, class = void>
-struct has_kernel_accessor : std::false_type {};
-template <class T>
-struct has_kernel_accessor<T, std::void_t<decltype(parameter_ptr(std::declval<const T&>().kernel()))>>
-    : std::true_type {};
-
-template <class T, class = void>
-struct has_float_layer : std::false_type {};
-template <class T>
-struct has_float_layer<T, std::void_t<decltype(std::declval<T&>().float_layer())>> : std::true_type {};
-
-template <class T, class = void>
-struct has_path : std::false_type {};
-template <class T>
-struct has_path<T, std::void_t<decltype(std::string(std::declval<const T&>().path()))>> : std::true_type {};
-
 /// The parameters a layer shows the outside: `parameters()` and a weighted layer's
 /// `kernel()` (its own or its float layer's), which is how a tied table is reached.
 template <class L, class F>
 void for_each_visible_parameter(L& l, F&& f) {
-  if constexpr (has_parameters<L>::value)
+  if constexpr (has_parameters_v<L>)
     for (const auto& p : l.parameters()) f(p);
-  if constexpr (has_kernel_accessor<L>::value) f(l.kernel());
-  if constexpr (has_float_layer<L>::value) {
+  if constexpr (has_kernel_v<L>) f(l.kernel());
+  if constexpr (has_float_layer_v<L>) {
     using inner = std::remove_reference_t<decltype(l.float_layer())>;
-    if constexpr (has_kernel_accessor<inner>::value) f(l.float_layer().kernel());
+    if constexpr (has_kernel_v<inner>) f(l.float_layer().kernel());
   }
 }
 
@@ -192,12 +139,9 @@ Model clone_model(const Model& model) {
   detail::clone_map map;
   const auto rebind = [&map](parameter_ptr& slot) { map.rebind(slot); };
   const auto rebind_link = [&map](auto& slot, auto... members) { map.rebind_link(slot, members...); };
-  for_each_layer(copy, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
+  for_each_layer(copy, [&](auto& l) {  // quantizers are children: their state is rebound too
     visit_parameter_slots(l, rebind);
     visit_link_slots(l, rebind_link);
-    if constexpr (detail::has_for_each_quantizer<L>::value)
-      l.for_each_quantizer([&](auto& q) { visit_parameter_slots(q, rebind); });
   });
   // A layer without the protocol kept the original's parameter: refuse to return a
   // clone that would train the original's weights.
@@ -206,7 +150,7 @@ Model clone_model(const Model& model) {
     detail::for_each_visible_parameter(l, [&](const parameter_ptr& p) {
       if (!p || map.made(p.get())) return;
       std::string where = "clone_model";
-      if constexpr (detail::has_path<L>::value) where += ": layer \"" + std::string(l.path()) + "\"";
+      if constexpr (has_path_v<L>) where += ": layer \"" + std::string(l.path()) + "\"";
       throw argument_error(where,
                            "every parameter_ptr the layer holds exposed by for_each_parameter_slot "
                            "(see xquant/core/clone.hpp)",

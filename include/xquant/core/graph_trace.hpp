@@ -4,11 +4,16 @@
 ///
 /// xquant's graph is whatever the forward code calls (a layer called twice is two
 /// nodes), so passes that need to know who feeds whom (batch-norm folding, NVIDIA's
-/// residual QDQ case, per-call-site ranges) run the quantized model once with a
-/// `graph_trace` active. Every quantized wrapper reports its calls: its path, its
-/// float layer's type and the states of its inputs and output. Values produced by
-/// plain functions (`xq::ops::relu`) are not nodes; an edge through one is unknown,
-/// and the passes treat an unknown producer as "not a conv/bn chain".
+/// residual QDQ case, tfmot's and PyTorch's fusion rules, per-call-site ranges) run the
+/// model once with a `graph_trace` active. What it records:
+///  - every call of a leaf layer that is not itself inside another leaf's call (a
+///    wrapper's inner float layer and its quantizers are part of the wrapper's node):
+///    its path, its type ("conv2d"; a wrapper reports the type it wraps), its role
+///    (core/layer_traits.hpp) and the states of its inputs and output;
+///  - every call of a function that has a layer form (`xq::ops::relu(x)`,
+///    `xq::ops::add(a, b)`) made by forward code: a node with `function` set, its type
+///    the function's name and no path. A pass can then follow an edge through it, and
+///    refuse to place a quantizer on it (a function has nowhere to keep one).
 
 #include <cstddef>
 #include <memory>
@@ -17,16 +22,24 @@
 #include <utility>
 #include <vector>
 
+#include "layer_traits.hpp"
 #include "var.hpp"
 
 namespace xq {
 
-/// One call of a quantized layer during a traced pass.
+/// One call of a layer (or of a function with a layer form) during a traced pass.
 struct traced_call {
-  std::string path;                ///< the layer's path ("block/conv")
-  std::string type;                ///< its float layer's type ("conv2d")
+  std::string path;                 ///< the layer's path ("block/conv"); empty for a function
+  std::string type;                 ///< "conv2d" (a wrapper: the type it wraps); a function: "relu"
+  layer_role role = layer_role::other;
+  bool function = false;            ///< called as `xq::ops::<type>(...)`, not through a layer
   std::vector<const variable_state*> inputs;
   const variable_state* output = nullptr;
+
+  /// For messages: "block/conv (conv2d)" or "xq::ops::relu (a function)".
+  std::string describe() const {
+    return function ? "xq::ops::" + type + " (a function)" : path + " (" + type + ")";
+  }
 };
 
 /// Records the calls of one forward pass while alive (innermost wins).
@@ -40,21 +53,23 @@ class graph_trace {
   /// The trace recording now on this thread, or nullptr.
   static graph_trace* current() noexcept { return active(); }
 
-  /// Called by wrappers. Keeps the states alive until the trace ends, so no address is
-  /// reused by a later value and mistaken for an edge.
-  void record(std::string path, std::string type, const std::vector<var>& inputs, const var& output) {
-    traced_call call{std::move(path), std::move(type), {}, output.state().get()};
+  /// Called by layers and functions. Keeps the states alive until the trace ends, so no
+  /// address is reused by a later value and mistaken for an edge.
+  void record(traced_call call, const std::vector<var>& inputs, const var& output) {
+    call.inputs.clear();
     for (const var& v : inputs) {
       call.inputs.push_back(v.state().get());
       keep_.push_back(v.state());
     }
+    call.output = output.state().get();
     keep_.push_back(output.state());
     calls_.push_back(std::move(call));
   }
 
   const std::vector<traced_call>& calls() const noexcept { return calls_; }
 
-  /// The call that produced `value`, or nullptr (a model input, or a plain function's result).
+  /// The call that produced `value`, or nullptr (a model input, or a value no layer or
+  /// traced function made).
   const traced_call* producer(const variable_state* value) const {
     for (const auto& c : calls_)
       if (c.output == value) return &c;
@@ -68,10 +83,11 @@ class graph_trace {
         if (in == value) out.push_back(&c);
     return out;
   }
-  /// How many times each path was called in the pass.
+  /// How many times each layer path was called in the pass (functions not counted).
   std::unordered_map<std::string, std::size_t> call_counts() const {
     std::unordered_map<std::string, std::size_t> n;
-    for (const auto& c : calls_) ++n[c.path];
+    for (const auto& c : calls_)
+      if (!c.function) ++n[c.path];
     return n;
   }
 
@@ -84,13 +100,5 @@ class graph_trace {
   std::vector<std::shared_ptr<variable_state>> keep_;
   graph_trace* previous_;
 };
-
-namespace detail {
-/// Reports one wrapper call to the active trace, if any (a pointer test otherwise).
-inline void trace_call(const std::string& path, const std::string& type, const std::vector<var>& inputs,
-                       const var& output) {
-  if (graph_trace* t = graph_trace::current()) t->record(path, type, inputs, output);
-}
-}  // namespace detail
 
 }  // namespace xq

@@ -1,7 +1,8 @@
 #pragma once
 /// \file model.hpp
 /// Walks over a model (any layer, leaf or composite): paths, the parameter list,
-/// building before the first call.
+/// building before the first call, and the check that the forward code calls only
+/// layers the model reaches through its children.
 
 #include <memory>
 #include <string>
@@ -11,31 +12,23 @@
 #include <vector>
 
 #include "children.hpp"
+#include "layer_call.hpp"
+#include "layer_traits.hpp"
 #include "mode.hpp"
 #include "parameter.hpp"
 #include "tape.hpp"
+#include "type_name.hpp"
 
 namespace xq {
 
 namespace detail {
-template <class T, class = void>
-struct has_parameters : std::false_type {};
-template <class T>
-struct has_parameters<T, std::void_t<decltype(std::declval<T&>().parameters())>> : std::true_type {};
-
-template <class T, class = void>
-struct has_set_path : std::false_type {};
-template <class T>
-struct has_set_path<T, std::void_t<decltype(std::declval<T&>().set_path(std::string()))>>
-    : std::true_type {};
-
 inline std::string join_path(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "/" + name;
 }
 }  // namespace detail
 
 /// Calls `f(layer)` for every layer of `model`, parents before their children
-/// (leaves and composites alike; the model itself first).
+/// (leaves and composites alike; the model itself first; a wrapper before its quantizers).
 template <class Layer, class F>
 void for_each_layer(Layer& model, F&& f) {
   f(model);
@@ -49,13 +42,20 @@ void for_each_layer(Layer& model, F&& f) {
 /// `fit` and `evaluate` call it; call it yourself before looking at names.
 template <class Layer>
 void set_paths(Layer& model, const std::string& prefix = "") {
-  if constexpr (detail::has_set_path<Layer>::value) {
-    if (!prefix.empty() || !has_children_v<Layer>) model.set_path(prefix.empty() ? model.name() : prefix);
+  if constexpr (has_set_path_v<Layer>) {
+    if (!prefix.empty() || !has_children_v<Layer> || has_parameters_v<Layer>)
+      model.set_path(prefix.empty() ? std::string(model.name()) : prefix);
   }
-  if constexpr (has_children_v<Layer>)
+  if constexpr (has_children_v<Layer>) {
+    const std::string base = [&] {
+      if constexpr (has_path_v<Layer>)
+        if (prefix.empty() && has_parameters_v<Layer>) return std::string(model.path());
+      return prefix;
+    }();
     for_each_child(model, [&](auto& child, const std::string& name) {
-      set_paths(child, detail::join_path(prefix, name));
+      set_paths(child, detail::join_path(base, name));
     });
+  }
 }
 
 /// Every distinct parameter of `model`, in first-use order. A weight shared by
@@ -66,7 +66,7 @@ std::vector<parameter_ptr> parameters(Layer& model) {
   std::unordered_set<const parameter*> seen;
   for_each_layer(model, [&](auto& l) {
     using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (detail::has_parameters<L>::value)
+    if constexpr (has_parameters_v<L>)
       for (const auto& p : l.parameters())
         if (p && seen.insert(p.get()).second) out.push_back(p);
   });
@@ -90,13 +90,50 @@ std::size_t count_parameters(Layer& model) {
   return n;
 }
 
+namespace detail {
+
+/// The layers `model` reaches through its children (and the float layers its wrappers
+/// hold), for `checked_calls`.
+template <class Model>
+reachable_layers reachable_from(Model& model) {
+  reachable_layers r;
+  for_each_layer(model, [&](auto& l) {
+    using L = std::remove_reference_t<decltype(l)>;
+    if constexpr (is_quantizer_v<L>) r.add(static_cast<const quantizer_base*>(&l));
+    if constexpr (has_children_v<L>) {
+      std::string path;
+      if constexpr (has_path_v<L>) path = l.path();
+      r.add_composite(&l, sizeof(L), path, type_short_name<L>());
+    } else {
+      r.add(&l);
+    }
+    if constexpr (has_float_layer_v<L>) r.add(&l.float_layer());
+  });
+  return r;
+}
+
+}  // namespace detail
+
+/// Runs `pass()` (a forward pass of `model`) refusing any leaf layer the pass calls that
+/// `model` does not reach through its children (core/layer_call.hpp). `build`, `fit`'s
+/// first step, `quantize_model` and `summarize` run their pass this way.
+template <class Model, class Pass>
+decltype(auto) checked_calls(Model& model, Pass&& pass) {
+  const detail::reachable_layers reachable = detail::reachable_from(model);
+  return detail::with_reachability_check(reachable, std::forward<Pass>(pass));
+}
+
 /// Builds every parameter by one inference call on zeros of `input_shape`
-/// (batch axis included), recording nothing and updating no statistics.
+/// (batch axis included), recording nothing and updating no statistics; the call also
+/// checks that every layer the forward code calls is one of the model's children.
 template <class Layer>
 void build(Layer& model, const tensor::shape_type& input_shape) {
-  no_grad off;
-  training_mode inference(false);
-  (void)model(var(xt::zeros<float>(input_shape)));
+  set_paths(model);
+  {
+    no_grad off;
+    training_mode inference(false);
+    checked_calls(model, [&] { return model(var(xt::zeros<float>(input_shape))); });
+  }
   set_paths(model);
 }
 

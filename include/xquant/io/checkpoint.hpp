@@ -1,9 +1,11 @@
 #pragma once
 /// \file checkpoint.hpp
 /// Saves and loads a model's full state — every distinct parameter (batch-norm moving
-/// statistics included), every fake quantizer's range and counters, every folded batch
-/// norm's link, and an optimizer's state — in one versioned, self-describing file
-/// (checkpoint_format.hpp, docs/checkpoint_format.md).
+/// statistics and every quantizer's state included: ranges, learned scales), every
+/// quantizer's kind, configuration and switches, every folded batch norm's link, and an
+/// optimizer's state — in one versioned, self-describing file (checkpoint_format.hpp,
+/// docs/checkpoint_format.md). Not part of <xquant/xquant.hpp>: include it where you
+/// save or load (it brings in nlohmann::json).
 ///
 /// \code
 ///   xq::save_checkpoint("run.xqc", qat, opt);     // after some training steps
@@ -23,10 +25,12 @@
 /// file next to the target, flushes it to disk and renames it over the target, so a
 /// failed save never destroys the previous checkpoint.
 ///
-/// What is stored is state; what is configuration is checked. A quantizer's config
-/// (bits, numerics, tracking, ...) and a fold's epsilon and freeze schedule must be the
-/// model's own; the model is rebuilt by the code that built it, the checkpoint only
-/// brings its numbers back. Optimizer options (learning rate, betas) are recorded but not
+/// What is stored is state; what is configuration is checked. A quantizer's kind, config
+/// (bits, numerics, tracking, ...) and whether it is on, and a fold's epsilon and freeze
+/// schedule, must be the model's own; the model is rebuilt by the code that built it,
+/// the checkpoint only brings its numbers back (and a quantizer's observer and fake-quant
+/// switches). Files of format version 1 load too: their quantizer ranges go into the
+/// quantizers' parameters. Optimizer options (learning rate, betas) are recorded but not
 /// checked: a run may resume with another learning rate.
 ///
 /// The optimizer may be an xq::adam, adamw, sgd or bop, or an xq::case_optimizer of them:
@@ -45,12 +49,14 @@
 #include <utility>
 #include <vector>
 
+#include "../core/clone.hpp"
 #include "../core/error.hpp"
+#include "../core/layer_traits.hpp"
 #include "../core/model.hpp"
 #include "../core/parameter.hpp"
 #include "../quantizers/fake_quantizer.hpp"
+#include "../quantizers/quantizer_layer.hpp"
 #include "../wrappers/batch_norm_folding.hpp"
-#include "../transform/quantize_model.hpp"
 #include "../train/adam.hpp"
 #include "../train/bop.hpp"
 #include "../train/case_optimizer.hpp"
@@ -62,39 +68,9 @@ namespace xq {
 
 namespace detail::ckpt {
 
-template <class T, class = void>
-struct has_kernel_member : std::false_type {};
 template <class T>
-struct has_kernel_member<
-    T, std::enable_if_t<std::is_convertible_v<decltype(std::declval<const T&>().kernel()), const parameter_ptr&>>>
-    : std::true_type {};
-
-template <class T, class = void>
-struct has_float_layer_member : std::false_type {};
-template <class T>
-struct has_float_layer_member<T, std::void_t<decltype(std::declval<T&>().float_layer())>> : std::true_type {};
-
-template <class T, class = void>
-struct has_fold_link : std::false_type {};
-template <class T>
-struct has_fold_link<
-    T, std::enable_if_t<std::is_convertible_v<decltype(std::declval<const T&>().folded()),
-                                              const std::shared_ptr<batch_norm_fold>&>>> : std::true_type {};
-
-/// The kernel of a layer with one (a tied projection's table, which it does not list
-/// in parameters()), or of a wrapper's float layer; null otherwise.
-template <class L>
-parameter_ptr kernel_of(L& l) {
-  if constexpr (has_kernel_member<L>::value) {
-    return l.kernel();
-  } else if constexpr (has_float_layer_member<L>::value) {
-    using F = std::remove_reference_t<decltype(l.float_layer())>;
-    if constexpr (has_kernel_member<F>::value) return l.float_layer().kernel();
-    else return nullptr;
-  } else {
-    return nullptr;
-  }
-}
+using folded_op = std::enable_if_t<
+    std::is_convertible_v<decltype(std::declval<const T&>().folded()), const std::shared_ptr<batch_norm_fold>&>>;
 
 /// Calls `f(layer, path)` for every layer, parents first; paths as `set_paths` gives them.
 template <class Layer, class F>
@@ -106,12 +82,17 @@ void for_each_layer_path(Layer& l, const std::string& path, F& f) {
     });
 }
 
-/// What a checkpoint sees of a model: its distinct parameters with their uses, its
+/// What a checkpoint sees of a model: its distinct parameters with their uses (quantizer
+/// state included: it is the quantizers' parameters — also the state of a fake quantizer
+/// that is on but not called yet, which a load then makes part of the model), its
 /// quantizers and its batch-norm fold links.
 struct model_state_view {
   std::vector<parameter_ptr> parameters;  ///< first-use order
+  std::vector<fake_quantizer*> uncalled;    ///< on, not called yet: their state is in `parameters` too
   std::unordered_map<const parameter*, std::vector<std::string>> uses;
-  std::vector<fake_quantizer*> quantizers;
+  std::vector<quantizer_base*> quantizers;  ///< every quantizer, on or off, model order
+  /// Per-channel range parameters that have no channels yet: they take the saved shape.
+  std::unordered_set<const parameter*> unshaped;
   struct fold_link {
     std::shared_ptr<batch_norm_fold> link;
     std::vector<std::string> layers;
@@ -129,26 +110,60 @@ template <class Model>
 model_state_view view_model(Model& model) {
   set_paths(model);
   model_state_view v;
-  v.parameters = xq::parameters(model);
   std::unordered_set<const parameter*> listed;
-  for (const auto& p : v.parameters) listed.insert(p.get());
-  std::vector<parameter_ptr> unlisted;  // used only as a kernel (tied to a table outside the model)
+  auto list = [&](const parameter_ptr& p) {
+    if (p && listed.insert(p.get()).second) v.parameters.push_back(p);
+  };
+  // First the parameters in `xq::parameters(model)` order (with uncalled quantizers'
+  // state where they sit), then those only used as a kernel (tied to a table elsewhere).
+  for_each_layer(model, [&](auto& l) {
+    using L = std::remove_reference_t<decltype(l)>;
+    if constexpr (has_parameters_v<L>)
+      for (const auto& p : l.parameters()) list(p);
+    if constexpr (std::is_base_of_v<fake_quantizer, L>)
+      if (l.enabled() && !l.built()) {
+        v.uncalled.push_back(&l);
+        list(l.min_parameter());
+        list(l.max_parameter());
+      }
+  });
+  std::vector<parameter_ptr> unlisted;
   auto use = [&](const parameter* p, const std::string& path) {
     if (!p) return;
     auto& paths = v.uses[p];
     if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
   };
   std::string root;
-  if constexpr (!has_children_v<Model> && has_set_path<Model>::value) root = model.path();
+  if constexpr (!has_children_v<Model> && has_set_path_v<Model>) root = model.path();
   auto visit = [&](auto& l, const std::string& path) {
     using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (has_parameters<L>::value)
+    if constexpr (has_parameters_v<L>)
       for (const auto& p : l.parameters()) use(p.get(), path);
-    if (parameter_ptr k = kernel_of(l)) {
+    xq::detail::for_each_visible_parameter(l, [&](const parameter_ptr& k) {
+      if (!k || listed.count(k.get())) return;
       use(k.get(), path);
-      if (listed.insert(k.get()).second) unlisted.push_back(std::move(k));
+      listed.insert(k.get());
+      unlisted.push_back(k);
+    });
+    if constexpr (has_kernel_v<L>) use(l.kernel().get(), path);
+    if constexpr (has_float_layer_v<L>) {
+      using F = std::remove_reference_t<decltype(l.float_layer())>;
+      if constexpr (has_kernel_v<F>) use(l.float_layer().kernel().get(), path);
     }
-    if constexpr (has_fold_link<L>::value) {
+    if constexpr (is_quantizer_v<L>) {
+      v.quantizers.push_back(&l);
+      if constexpr (std::is_base_of_v<fake_quantizer, L>) {
+        if (l.enabled() && !l.built()) {
+          use(l.min_parameter().get(), path);
+          use(l.max_parameter().get(), path);
+        }
+        if (l.config().per_channel && l.enabled() && l.min_parameter()->value.size() == 0) {
+          v.unshaped.insert(l.min_parameter().get());
+          v.unshaped.insert(l.max_parameter().get());
+        }
+      }
+    }
+    if constexpr (detail::detect<L, folded_op>::value) {
       if (const auto& link = l.folded()) {
         auto it = std::find_if(v.folds.begin(), v.folds.end(), [&](const auto& f) { return f.link == link; });
         if (it == v.folds.end()) v.folds.push_back({link, {path}});
@@ -158,7 +173,6 @@ model_state_view view_model(Model& model) {
   };
   for_each_layer_path(model, root, visit);
   v.parameters.insert(v.parameters.end(), unlisted.begin(), unlisted.end());
-  for_each_quantizer(model, [&](fake_quantizer& q) { v.quantizers.push_back(&q); });
   return v;
 }
 
@@ -170,6 +184,22 @@ inline std::string path_list(const std::vector<std::string>& paths) {
 }
 
 inline std::string checkpoint_name_of(const parameter* p) { return p ? p->name() : std::string(); }
+
+/// The checkpoint entry of one quantizer.
+inline checkpoint_quantizer capture_quantizer(const quantizer_base& q) {
+  checkpoint_quantizer c;
+  c.path = q.path();
+  c.kind = q.kind();
+  c.enabled = q.enabled();
+  c.observer_enabled = q.observer_enabled();
+  c.fake_quant_enabled = q.fake_quant_enabled();
+  if (const auto* f = dynamic_cast<const fake_quantizer*>(&q)) {
+    c.config = f->config();
+    c.batches_seen = f->batches_seen();
+    c.built = f->built();
+  }
+  return c;
+}
 
 template <class Model>
 checkpoint_state capture_model(Model& model) {
@@ -183,11 +213,11 @@ checkpoint_state capture_model(Model& model) {
     s.parameters.push_back({p->name(), p->value, p->trainable(), v.uses_of(p.get())});
   }
   std::unordered_set<std::string> paths;
-  for (const fake_quantizer* q : v.quantizers) {
+  for (const quantizer_base* q : v.quantizers) {
     if (!paths.insert(q->path()).second)
       throw argument_error("xq::save_checkpoint", "distinct paths for distinct quantizers (name the layers apart)",
                            concat("two quantizers at '", q->path(), "'"));
-    s.quantizers.push_back({q->path(), q->config(), q->enabled(), q->batches_seen(), q->min(), q->max()});
+    s.quantizers.push_back(capture_quantizer(*q));
   }
   for (const auto& f : v.folds) {
     checkpoint_fold c;
@@ -308,9 +338,15 @@ struct checkpoint_plan {
     tensor value;
     bool trainable;
   };
+  struct quantizer_update {
+    quantizer_base* target;
+    bool observer_enabled, fake_quant_enabled;
+    std::size_t batches_seen;
+    bool built;
+  };
   std::vector<parameter_update> parameters;
-  std::vector<std::pair<fake_quantizer*, fake_quantizer>> quantizers;  // target, its new state
-  std::vector<std::pair<batch_norm_fold*, long>> folds;               // link, training calls
+  std::vector<quantizer_update> quantizers;
+  std::vector<std::pair<batch_norm_fold*, long>> folds;  // link, training calls
 
   /// Moves and assignments only: nothing here throws on a sane system.
   void apply() {
@@ -319,7 +355,14 @@ struct checkpoint_plan {
       u.target->set_trainable(u.trainable);
       u.target->zero_grad();  // a gradient from before the load belongs to other values
     }
-    for (auto& q : quantizers) *q.first = std::move(q.second);
+    for (auto& q : quantizers) {
+      q.target->enable_observer(q.observer_enabled);
+      q.target->enable_fake_quant(q.fake_quant_enabled);
+      if (auto* f = dynamic_cast<fake_quantizer*>(q.target)) {
+        f->set_batches_seen(q.batches_seen);
+        f->set_built(q.built);
+      }
+    }
     for (auto& f : folds) f.first->training_calls = f.second;
   }
 };
@@ -367,14 +410,80 @@ inline void check_config(const std::string& path, const quantizer_config& m, con
   check_config_field(path, "init_max", m.init_max, s.init_max, m, source);
 }
 
+inline tensor as_tensor(const vector& v) {
+  tensor t = tensor::from_shape({v.size()});
+  std::copy(v.begin(), v.end(), t.begin());
+  return t;
+}
+inline vector as_vector(const tensor& t) {
+  vector v = vector::from_shape({t.size()});
+  std::copy(t.begin(), t.end(), v.begin());
+  return v;
+}
+
+/// A version-1 file keeps a fake quantizer's range in its quantizer entry; this model keeps
+/// it in the quantizer's parameters. Adds those parameters to the file's list (for the
+/// model's quantizers that are on), then puts the list in the model's order, which version
+/// 1 could not know.
+inline void upgrade_version_1(checkpoint_state& s, const model_state_view& v) {
+  std::unordered_map<std::string, const quantizer_base*> by_path;
+  for (const quantizer_base* q : v.quantizers) by_path.emplace(q->path(), q);
+  for (auto& c : s.quantizers) {
+    const auto it = by_path.find(c.path);
+    const auto* f = it == by_path.end() ? nullptr : dynamic_cast<const fake_quantizer*>(it->second);
+    if (!f || !f->enabled() || !c.min || !c.max) continue;
+    s.parameters.push_back({f->min_parameter()->name(), as_tensor(*c.min), false, {c.path}});
+    s.parameters.push_back({f->max_parameter()->name(), as_tensor(*c.max), false, {c.path}});
+  }
+  std::unordered_map<std::string, std::size_t> order;
+  for (std::size_t i = 0; i < v.parameters.size(); ++i) order.emplace(v.parameters[i]->name(), i);
+  std::stable_sort(s.parameters.begin(), s.parameters.end(), [&](const auto& a, const auto& b) {
+    const auto ia = order.find(a.name), ib = order.find(b.name);
+    const std::size_t ka = ia == order.end() ? order.size() : ia->second;
+    const std::size_t kb = ib == order.end() ? order.size() : ib->second;
+    return ka < kb;
+  });
+}
+
 /// Matches the checkpoint's parameters, quantizers and folds against the model, in
 /// model order; the first difference throws argument_error naming its path.
 inline checkpoint_plan plan_model(checkpoint_state& s, const model_state_view& v, const std::string& source) {
+  if (s.version == 1) upgrade_version_1(s, v);
+  // The quantizers first: a checkpoint of another structure is named by its quantizers.
+  const std::size_t m = std::max(s.quantizers.size(), v.quantizers.size());
+  std::vector<const fake_quantizer*> ranges_to_check;
   checkpoint_plan plan;
+  for (std::size_t i = 0; i < m; ++i) {
+    if (i >= v.quantizers.size())
+      throw argument_error(s.quantizers[i].path, "a quantizer of the model at that path",
+                           concat("a quantizer the model does not have (it has ", v.quantizers.size(), "), ",
+                                  in_file(source)));
+    quantizer_base& q = *v.quantizers[i];
+    const auto* f = dynamic_cast<const fake_quantizer*>(&q);
+    if (s.version == 1 && !f) continue;  // version 1 recorded fake quantizers only
+    if (i >= s.quantizers.size())
+      throw argument_error(q.path(), concat("the quantizer in the checkpoint ", in_file(source)),
+                           concat("a checkpoint with ", s.quantizers.size(), " quantizers"));
+    checkpoint_quantizer& c = s.quantizers[i];
+    if (c.path != q.path())
+      throw argument_error(q.path(), concat("quantizer #", i, " in model order"),
+                           concat("'", c.path, "' at #", i, " ", in_file(source)));
+    if (c.kind != q.kind())
+      throw argument_error(q.path(), concat("a ", q.kind(), " (the model's)"), concat("a ", c.kind, " ", in_file(source)));
+    if (f && c.config) check_config(q.path(), f->config(), *c.config, source);
+    if (c.enabled != q.enabled())
+      throw argument_error(q.path(), concat("a quantizer that is ", q.enabled() ? "on" : "off", " (the model's)"),
+                           concat("one that is ", c.enabled ? "on" : "off", " ", in_file(source)));
+    if (f && f->enabled()) ranges_to_check.push_back(f);
+    plan.quantizers.push_back({&q, c.observer_enabled, c.fake_quant_enabled, c.batches_seen, c.built});
+  }
+
   std::unordered_map<std::string, std::size_t> saved_index, model_index;
   for (std::size_t i = 0; i < s.parameters.size(); ++i) saved_index.emplace(s.parameters[i].name, i);
   for (std::size_t i = 0; i < v.parameters.size(); ++i) model_index.emplace(v.parameters[i]->name(), i);
   const std::size_t n = std::max(s.parameters.size(), v.parameters.size());
+  std::unordered_map<const parameter*, const tensor*> planned;  // into plan.parameters, which never reallocates:
+  plan.parameters.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (i >= v.parameters.size() || (i < s.parameters.size() && !model_index.count(s.parameters[i].name))) {
       throw argument_error(s.parameters[i].name,
@@ -393,7 +502,8 @@ inline checkpoint_plan plan_model(checkpoint_state& s, const model_state_view& v
       throw argument_error(p.name(), concat("parameter #", i, " in model order"),
                            concat("'", c.name, "' at #", i, " ", in_file(source),
                                   " (the parameters come in another order)"));
-    if (c.value.shape() != p.value.shape())
+    const bool takes_saved_shape = v.unshaped.count(&p) != 0 && c.value.dimension() == 1;
+    if (c.value.shape() != p.value.shape() && !takes_saved_shape)
       throw argument_error(p.name(), concat("shape ", shape_string(p.value.shape()), " (the model's)"),
                            concat("shape ", shape_string(c.value.shape()), " ", in_file(source)));
     const auto& uses = v.uses_of(&p);
@@ -401,32 +511,18 @@ inline checkpoint_plan plan_model(checkpoint_state& s, const model_state_view& v
       throw argument_error(p.name(), concat("used by ", path_list(uses), " (the model's sharing)"),
                            concat("used by ", path_list(c.uses), " ", in_file(source)));
     plan.parameters.push_back({v.parameters[i].get(), std::move(c.value), c.trainable});
+    planned[v.parameters[i].get()] = &plan.parameters.back().value;
   }
 
-  const std::size_t m = std::max(s.quantizers.size(), v.quantizers.size());
-  for (std::size_t i = 0; i < m; ++i) {
-    if (i >= v.quantizers.size())
-      throw argument_error(s.quantizers[i].path, "a quantizer of the model at that path",
-                           concat("a quantizer the model does not have (it has ", v.quantizers.size(), "), ",
-                                  in_file(source)));
-    fake_quantizer& q = *v.quantizers[i];
-    if (i >= s.quantizers.size())
-      throw argument_error(q.path(), concat("the quantizer in the checkpoint ", in_file(source)),
-                           concat("a checkpoint with ", s.quantizers.size(), " quantizers"));
-    checkpoint_quantizer& c = s.quantizers[i];
-    if (c.path != q.path())
-      throw argument_error(q.path(), concat("quantizer #", i, " in model order"),
-                           concat("'", c.path, "' at #", i, " ", in_file(source)));
-    check_config(q.path(), q.config(), c.config, source);
-    fake_quantizer next = q;
-    next.enable(c.enabled);
+  for (const fake_quantizer* f : ranges_to_check) {  // the range a load gives must be one it takes
+    const auto lo = planned.find(f->min_parameter().get()), hi = planned.find(f->max_parameter().get());
+    if (lo == planned.end() || hi == planned.end()) continue;
     try {
-      next.restore(std::move(c.min), std::move(c.max), c.batches_seen);
+      f->check_range(as_vector(*lo->second), as_vector(*hi->second));
     } catch (const argument_error& e) {
-      throw io_error(source, concat("malformed checkpoint: the range of ", q.path(), ": expected ", e.expected(),
+      throw io_error(source, concat("malformed checkpoint: the range of ", f->path(), ": expected ", e.expected(),
                                     ", given ", e.given()));
     }
-    plan.quantizers.emplace_back(&q, std::move(next));
   }
 
   if (s.batch_norm_folds.size() != v.folds.size()) {

@@ -1,6 +1,6 @@
 #pragma once
 /// \file checkpoint_format.hpp
-/// The xquant checkpoint file, version 1 (docs/checkpoint_format.md): what it holds
+/// The xquant checkpoint file, version 2 (docs/checkpoint_format.md): what it holds
 /// (`checkpoint_state`), how it is encoded (`encode_checkpoint`) and decoded, with every
 /// check, into that state (`decode_checkpoint`). Nothing here knows about models:
 /// checkpoint.hpp takes a model's state in and puts it back.
@@ -8,10 +8,12 @@
 /// The encoding is CBOR (RFC 8949), written and read by nlohmann::json, not a format of
 /// our own: a file is a CBOR map {"format": "xquant-checkpoint", "version": 1,
 /// "crc32": <CRC-32 of the payload>, "payload": <byte string>} whose payload is itself
-/// CBOR: parameters, quantizers, batch-norm folds, optimizer. Tensors are byte strings
-/// of little-endian float32 with their shape. Every problem with the bytes (empty,
-/// foreign, truncated, corrupted, malformed, another version) is an xq::io_error that
-/// names the file; nothing is half-decoded.
+/// CBOR: parameters (quantizer state included), quantizers, batch-norm folds, optimizer.
+/// Tensors are byte strings of little-endian float32 with their shape. Every problem
+/// with the bytes (empty, foreign, truncated, corrupted, malformed, an unknown version)
+/// is an xq::io_error that names the file; nothing is half-decoded. Version 1 files
+/// (before quantizer state moved into parameters) still decode: their quantizer entries
+/// carry the range, which checkpoint.hpp puts into the quantizer's parameters.
 
 #include <algorithm>
 #include <cstddef>
@@ -35,8 +37,8 @@ namespace xq {
 
 /// "xquant-checkpoint": the first entry of every checkpoint file.
 inline constexpr const char* checkpoint_format_name = "xquant-checkpoint";
-/// The format version this xquant writes and reads.
-inline constexpr unsigned checkpoint_format_version = 1;
+/// The format version this xquant writes (it reads this one and version 1).
+inline constexpr unsigned checkpoint_format_version = 2;
 
 /// One distinct parameter: stored once, with every layer that uses it.
 struct checkpoint_parameter {
@@ -46,14 +48,19 @@ struct checkpoint_parameter {
   std::vector<std::string> uses;   ///< layer paths that use it, in model order ("embed", "project")
 };
 
-/// One fake_quantizer's state; its config is checked on load, not adopted.
+/// One quantizer: what it is (checked on load) and its switches (restored). Its state
+/// (a range, a learned scale) is among the parameters.
 struct checkpoint_quantizer {
-  std::string path;                ///< "block/conv/kernel_quantizer"
-  quantizer_config config;
-  bool enabled = false;
-  std::size_t batches_seen = 0;
-  vector min = vector::from_shape({0});
-  vector max = vector::from_shape({0});
+  std::string path;                         ///< "block/conv/kernel_quantizer"
+  std::string kind;                         ///< its type ("fake_quantizer", "ste_sign", ...)
+  std::optional<quantizer_config> config;   ///< a fake quantizer's configuration
+  bool enabled = true;
+  bool observer_enabled = true;
+  bool fake_quant_enabled = true;
+  std::size_t batches_seen = 0;             ///< a fake quantizer's training batches seen
+  bool built = true;                        ///< a fake quantizer's state is part of the model (it was called)
+  /// Version 1 only: the stored range, which version 2 keeps in the parameters.
+  std::optional<vector> min, max;
 };
 
 /// A batch norm folded into the layer before it (one link, shared by both layers).
@@ -93,6 +100,7 @@ struct checkpoint_optimizer {
 
 /// Everything a checkpoint holds.
 struct checkpoint_state {
+  unsigned version = checkpoint_format_version;  ///< the file's format version
   std::vector<checkpoint_parameter> parameters;  ///< the model's distinct parameters, first-use order
   std::vector<checkpoint_quantizer> quantizers;  ///< every fake_quantizer, model order
   std::vector<checkpoint_fold> batch_norm_folds;
@@ -242,12 +250,6 @@ inline ordered_json encode_tensor(const tensor& t) {
   return j;
 }
 
-inline ordered_json encode_vector(const vector& v) {
-  tensor t = tensor::from_shape({v.size()});
-  std::copy(v.begin(), v.end(), t.begin());
-  return encode_tensor(t);
-}
-
 inline ordered_json encode_config(const quantizer_config& c) {
   ordered_json j = ordered_json::object();
   j["num_bits"] = c.num_bits;
@@ -317,11 +319,13 @@ inline std::vector<std::uint8_t> encode_payload(const checkpoint_state& s) {
   for (const auto& q : s.quantizers) {
     ordered_json j = ordered_json::object();
     j["path"] = q.path;
-    j["config"] = encode_config(q.config);
+    j["kind"] = q.kind;
+    j["config"] = q.config ? encode_config(*q.config) : ordered_json(nullptr);
     j["enabled"] = q.enabled;
+    j["observer_enabled"] = q.observer_enabled;
+    j["fake_quant_enabled"] = q.fake_quant_enabled;
     j["batches_seen"] = static_cast<std::uint64_t>(q.batches_seen);
-    j["min"] = encode_vector(q.min);
-    j["max"] = encode_vector(q.max);
+    j["built"] = q.built;
     quantizers.push_back(std::move(j));
   }
   p["quantizers"] = std::move(quantizers);
@@ -364,10 +368,11 @@ class payload_reader {
  public:
   using json = nlohmann::json;
 
-  explicit payload_reader(const std::string& source) : source_(source) {}
+  payload_reader(const std::string& source, unsigned version) : source_(source), version_(version) {}
 
   checkpoint_state read(json& p) {
     checkpoint_state s;
+    s.version = version_;
     require_map(p, "the payload");
     json& params = field(p, "parameters", "the payload");
     require_array(params, "parameters");
@@ -552,13 +557,23 @@ class payload_reader {
     require_map(j, where);
     checkpoint_quantizer q;
     q.path = text(j, "path", where);
-    q.config = config(field(j, "config", where), sub(where, "config"));
     q.enabled = boolean(j, "enabled", where);
     const std::uint64_t batches = count(j, "batches_seen", where);
     if (batches > std::numeric_limits<std::size_t>::max()) malformed(sub(where, "batches_seen"), "too large");
     q.batches_seen = static_cast<std::size_t>(batches);
-    q.min = vector_value(field(j, "min", where), sub(where, "min"));
-    q.max = vector_value(field(j, "max", where), sub(where, "max"));
+    if (version_ == 1) {  // a fake quantizer with its range
+      q.kind = "fake_quantizer";
+      q.config = config(field(j, "config", where), sub(where, "config"));
+      q.min = vector_value(field(j, "min", where), sub(where, "min"));
+      q.max = vector_value(field(j, "max", where), sub(where, "max"));
+      return q;
+    }
+    q.kind = text(j, "kind", where);
+    q.built = boolean(j, "built", where);
+    q.observer_enabled = boolean(j, "observer_enabled", where);
+    q.fake_quant_enabled = boolean(j, "fake_quant_enabled", where);
+    json& c = field(j, "config", where);
+    if (!c.is_null()) q.config = config(c, sub(where, "config"));
     return q;
   }
 
@@ -635,12 +650,13 @@ class payload_reader {
   }
 
   const std::string& source_;
+  unsigned version_;
 };
 
 /// The payload of a checkpoint file's bytes, after checking magic, structure, version
-/// and CRC-32 (io_error naming `source` otherwise).
+/// and CRC-32 (io_error naming `source` otherwise); `file_version` gets the file's version.
 inline std::vector<std::uint8_t> open_checkpoint_envelope(const std::uint8_t* data, std::size_t size,
-                                                          const std::string& source) {
+                                                          const std::string& source, unsigned& file_version) {
   using json = nlohmann::json;
   const std::string& magic = checkpoint_magic();
   const std::string expected = concat("an xquant checkpoint starts with ",
@@ -662,9 +678,10 @@ inline std::vector<std::uint8_t> open_checkpoint_envelope(const std::uint8_t* da
   const auto version = file.find("version");
   if (version == file.end() || !version->is_number_unsigned())
     throw io_error(source, "corrupted: no unsigned \"version\" entry");
-  if (version->get<std::uint64_t>() != checkpoint_format_version)
+  if (version->get<std::uint64_t>() != checkpoint_format_version && version->get<std::uint64_t>() != 1)
     throw io_error(source, concat("unsupported checkpoint format version ", version->get<std::uint64_t>(),
-                                  " (this xquant reads version ", checkpoint_format_version, ")"));
+                                  " (this xquant reads versions 1 and ", checkpoint_format_version, ")"));
+  file_version = static_cast<unsigned>(version->get<std::uint64_t>());
   const auto crc = file.find("crc32");
   if (crc == file.end() || !crc->is_number_unsigned() || crc->get<std::uint64_t>() > 0xffffffffu)
     throw io_error(source, "corrupted: no \"crc32\" entry of 32 bits");
@@ -678,13 +695,14 @@ inline std::vector<std::uint8_t> open_checkpoint_envelope(const std::uint8_t* da
   return bytes;
 }
 
-/// The state in a payload (the CRC already checked).
-inline checkpoint_state read_checkpoint_payload(const std::vector<std::uint8_t>& payload, const std::string& source) {
+/// The state in a payload of format `version` (the CRC already checked).
+inline checkpoint_state read_checkpoint_payload(const std::vector<std::uint8_t>& payload, const std::string& source,
+                                                unsigned version) {
   nlohmann::json p;
   std::string error;
   if (!parse_bounded_cbor(payload.data(), payload.size(), p, error))
     throw io_error(source, concat("malformed checkpoint: the payload is not one CBOR item: ", error));
-  return payload_reader(source).read(p);
+  return payload_reader(source, version).read(p);
 }
 
 }  // namespace detail::ckpt
@@ -694,12 +712,14 @@ inline std::vector<std::uint8_t> encode_checkpoint(const checkpoint_state& state
   return detail::ckpt::wrap_checkpoint_payload(detail::ckpt::encode_payload(state));
 }
 
-/// Decodes a checkpoint file's bytes. Throws io_error naming `source` (a file name, for
-/// messages) when they are empty, not a checkpoint, of another format version,
-/// truncated, corrupted (CRC-32) or malformed.
+/// Decodes a checkpoint file's bytes (format version 2, or 1). Throws io_error naming
+/// `source` (a file name, for messages) when they are empty, not a checkpoint, of an
+/// unknown format version, truncated, corrupted (CRC-32) or malformed.
 inline checkpoint_state decode_checkpoint(const std::uint8_t* data, std::size_t size,
                                           const std::string& source = "checkpoint") {
-  return detail::ckpt::read_checkpoint_payload(detail::ckpt::open_checkpoint_envelope(data, size, source), source);
+  unsigned version = 0;
+  std::vector<std::uint8_t> payload = detail::ckpt::open_checkpoint_envelope(data, size, source, version);
+  return detail::ckpt::read_checkpoint_payload(payload, source, version);
 }
 
 }  // namespace xq

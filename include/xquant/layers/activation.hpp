@@ -111,48 +111,48 @@ namespace ops {
 
 /// max(x, 0). NaN passes through. Gradient 0 at x == 0 (TF's ReluGrad).
 inline var relu(const var& x) {
-  return detail::elementwise_from_input(
+  return detail::traced_function("relu", layer_role::activation, x, detail::elementwise_from_input(
       x, [](float v) { return v < 0.0f ? 0.0f : v; },
-      [](float v, float d) { return d * static_cast<float>(v > 0.0f); });
+      [](float v, float d) { return d * static_cast<float>(v > 0.0f); }));
 }
 
 /// min(max(x, 0), 6). Gradient only for 0 < x < 6 (TF's Relu6Grad).
 inline var relu6(const var& x) {
-  return detail::elementwise_from_input(
+  return detail::traced_function("relu6", layer_role::activation, x, detail::elementwise_from_input(
       x, [](float v) { return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v); },
-      [](float v, float d) { return d * static_cast<float>((v > 0.0f) & (v < 6.0f)); });
+      [](float v, float d) { return d * static_cast<float>((v > 0.0f) & (v < 6.0f)); }));
 }
 
 /// x for x > 0, alpha * x otherwise. The default 0.3 is Keras's LeakyReLU layer
 /// default; tf.nn.leaky_relu defaults to 0.2 and PyTorch's LeakyReLU to 0.01.
 inline var leaky_relu(const var& x, float alpha = 0.3f) {
-  return detail::elementwise_from_input(
+  return detail::traced_function("leaky_relu", layer_role::activation, x, detail::elementwise_from_input(
       x, [alpha](float v) { return v > 0.0f ? v : v * alpha; },
-      [alpha](float v, float d) { return v > 0.0f ? d : d * alpha; });
+      [alpha](float v, float d) { return v > 0.0f ? d : d * alpha; }));
 }
 
 /// 1 / (1 + exp(-x)), computed without overflow for large |x|.
 inline var sigmoid(const var& x) {
-  return detail::elementwise_from_output(
+  return detail::traced_function("sigmoid", layer_role::activation, x, detail::elementwise_from_output(
       x, [](float v) { return detail::stable_sigmoid(v); },
-      [](float y, float d) { return d * (y * (1.0f - y)); });
+      [](float y, float d) { return d * (y * (1.0f - y)); }));
 }
 
 /// Hyperbolic tangent.
 inline var tanh(const var& x) {
-  return detail::elementwise_from_output(
-      x, [](float v) { return std::tanh(v); }, [](float y, float d) { return d * (1.0f - y * y); });
+  return detail::traced_function("tanh", layer_role::activation, x, detail::elementwise_from_output(
+      x, [](float v) { return std::tanh(v); }, [](float y, float d) { return d * (1.0f - y * y); }));
 }
 
 /// x * sigmoid(x) (Keras's swish / silu). The gradient, as TF writes it:
 /// s * (1 + x * (1 - s)).
 inline var swish(const var& x) {
-  return detail::elementwise_from_input(
+  return detail::traced_function("swish", layer_role::activation, x, detail::elementwise_from_input(
       x, [](float v) { return v * detail::stable_sigmoid(v); },
       [](float v, float d) {
         const float s = detail::stable_sigmoid(v);
         return d * (s * (1.0f + v * (1.0f - s)));
-      });
+      }));
 }
 
 /// exp(x - max) / sum over the last axis (the max is subtracted so no exp
@@ -180,7 +180,7 @@ inline var softmax(const var& x, const std::string& path = "softmax") {
     for (std::size_t j = 0; j < n; ++j) yr[j] *= inv;
   }
   // dx = y * (dy - sum(dy * y)) per row.
-  return detail::make_result_with_output(std::move(y), needs_grad(x),
+  return detail::traced_function("softmax", layer_role::activation, x, detail::make_result_with_output(std::move(y), needs_grad(x),
                                          [x, rows, n](const tensor& dy, const tensor& out) {
                                            tensor dx = tensor::from_shape(x.shape());
                                            for (std::size_t r = 0; r < rows; ++r) {
@@ -195,7 +195,7 @@ inline var softmax(const var& x, const std::string& path = "softmax") {
                                                dxr[j] = yr[j] * (dyr[j] - d);
                                            }
                                            add_grad(x, std::move(dx));
-                                         });
+                                         }));
 }
 
 }  // namespace ops
@@ -203,24 +203,27 @@ inline var softmax(const var& x, const std::string& path = "softmax") {
 /// ReLU layer: max(x, 0).
 class relu : public layer<relu> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   relu() : layer<relu>("relu") {}
-  var operator()(const var& x) const { return ops::relu(x); }
+  var call(const var& x) const { return ops::relu(x); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 /// ReLU6 layer: min(max(x, 0), 6) (Keras ReLU(max_value=6), MobileNet's activation).
 class relu6 : public layer<relu6> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   relu6() : layer<relu6>("relu6") {}
-  var operator()(const var& x) const { return ops::relu6(x); }
+  var call(const var& x) const { return ops::relu6(x); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 /// LeakyReLU layer; `alpha` defaults to Keras's layer default 0.3 (tf.nn: 0.2, PyTorch: 0.01).
 class leaky_relu : public layer<leaky_relu> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   explicit leaky_relu(float alpha = 0.3f) : layer<leaky_relu>("leaky_relu"), alpha_(alpha) {}
-  var operator()(const var& x) const { return ops::leaky_relu(x, alpha_); }
+  var call(const var& x) const { return ops::leaky_relu(x, alpha_); }
   std::vector<parameter_ptr> parameters() const { return {}; }
   float alpha() const noexcept { return alpha_; }
 
@@ -231,32 +234,36 @@ class leaky_relu : public layer<leaky_relu> {
 /// Sigmoid layer.
 class sigmoid : public layer<sigmoid> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   sigmoid() : layer<sigmoid>("sigmoid") {}
-  var operator()(const var& x) const { return ops::sigmoid(x); }
+  var call(const var& x) const { return ops::sigmoid(x); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 /// Tanh layer. (Inside namespace xq, `tanh` is this type: call std::tanh qualified.)
 class tanh : public layer<tanh> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   tanh() : layer<tanh>("tanh") {}
-  var operator()(const var& x) const { return ops::tanh(x); }
+  var call(const var& x) const { return ops::tanh(x); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 /// Swish layer: x * sigmoid(x).
 class swish : public layer<swish> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   swish() : layer<swish>("swish") {}
-  var operator()(const var& x) const { return ops::swish(x); }
+  var call(const var& x) const { return ops::swish(x); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 /// Softmax layer over the last axis.
 class softmax : public layer<softmax> {
  public:
+  static constexpr layer_role role = layer_role::activation;
   softmax() : layer<softmax>("softmax") {}
-  var operator()(const var& x) const { return ops::softmax(x, path()); }
+  var call(const var& x) const { return ops::softmax(x, path()); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 

@@ -56,10 +56,11 @@ inline var add(const std::vector<var>& inputs, const std::string& path = "add") 
     for (std::size_t i = 0; i < n; ++i) yp[i] += xp[i];
   }
   // The same var twice (a + a) gets two contributions: add_grad accumulates.
-  return make_result(std::move(y), needs_grad(inputs), [inputs](const tensor& dy) {
-    for (const var& x : inputs)
-      if (x.requires_grad()) add_grad(x, tensor(dy));
-  });
+  return detail::traced_function("add", layer_role::merge, inputs,
+                                 make_result(std::move(y), needs_grad(inputs), [inputs](const tensor& dy) {
+                                   for (const var& x : inputs)
+                                     if (x.requires_grad()) add_grad(x, tensor(dy));
+                                 }));
 }
 
 /// a + b (same shapes).
@@ -70,9 +71,10 @@ inline var add(const var& a, const var& b, const std::string& path = "add") { re
 /// Merge layer: elementwise sum of its inputs (Keras Add).
 class add : public layer<add> {
  public:
+  static constexpr layer_role role = layer_role::merge;
   add() : layer<add>("add") {}
-  var operator()(const var& a, const var& b) const { return ops::add({a, b}, path()); }
-  var operator()(const std::vector<var>& inputs) const { return ops::add(inputs, path()); }
+  var call(const var& a, const var& b) const { return ops::add({a, b}, path()); }
+  var call(const std::vector<var>& inputs) const { return ops::add(inputs, path()); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 

@@ -92,6 +92,7 @@ inline var average_pool2d(const var& x, size2 pool_size, size2 strides, xq::padd
 /// Average pooling layer (Keras AveragePooling2D). No parameters.
 class average_pool2d : public layer<average_pool2d> {
  public:
+  static constexpr layer_role role = layer_role::pool;
   /// A `pool_size` window (`2` or `{2, 3}`) every `strides` pixels (default: `pool_size`).
   explicit average_pool2d(size2 pool_size = 2) : average_pool2d(pool_size, pool_size) {}
   average_pool2d(size2 pool_size, xq::padding p) : average_pool2d(pool_size, pool_size, p) {}
@@ -111,7 +112,7 @@ class average_pool2d : public layer<average_pool2d> {
     return *this;
   }
 
-  var operator()(const var& x) { return ops::average_pool2d(x, pool_size_, strides_, padding_, path()); }
+  var call(const var& x) { return ops::average_pool2d(x, pool_size_, strides_, padding_, path()); }
 
   std::vector<parameter_ptr> parameters() const { return {}; }
   std::array<std::size_t, 2> pool_size() const noexcept { return pool_size_; }

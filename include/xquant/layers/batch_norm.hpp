@@ -296,11 +296,12 @@ inline var batch_norm(const var& x, const var& gamma, const var& beta, tensor& m
 /// Keras's ("batch_normalization/moving_mean").
 class batch_norm : public layer<batch_norm> {
  public:
+  static constexpr layer_role role = layer_role::norm;
   /// `center`: learn beta; `scale`: learn gamma (Keras's flags, both on by default).
   explicit batch_norm(bool center = true, bool scale = true)
       : layer<batch_norm>("batch_normalization"), center_(center), scale_(scale) {}
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     if (x.dimension() < 2)
       throw shape_error(path(), "input of rank 2 or more with channels last, (N, C) or (N, H, W, C)",
                         detail::shape_string(x.shape()));

@@ -90,7 +90,7 @@ inline var concatenate(const std::vector<var>& inputs, int axis = -1,
         yp = std::copy(src, src + width[k], yp);
       }
   }
-  return make_result(std::move(y), needs_grad(inputs), [inputs, width, outer, total](const tensor& dy) {
+  var out = make_result(std::move(y), needs_grad(inputs), [inputs, width, outer, total](const tensor& dy) {
     std::size_t offset = 0;
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (inputs[k].requires_grad()) {
@@ -105,6 +105,7 @@ inline var concatenate(const std::vector<var>& inputs, int axis = -1,
       offset += width[k];
     }
   });
+  return detail::traced_function("concatenate", layer_role::merge, inputs, std::move(out));
 }
 
 }  // namespace ops
@@ -112,9 +113,10 @@ inline var concatenate(const std::vector<var>& inputs, int axis = -1,
 /// Merge layer: concatenation along `axis` (default -1, the channels).
 class concatenate : public layer<concatenate> {
  public:
+  static constexpr layer_role role = layer_role::merge;
   explicit concatenate(int axis = -1) : layer<concatenate>("concatenate"), axis_(axis) {}
-  var operator()(const var& a, const var& b) const { return ops::concatenate({a, b}, axis_, path()); }
-  var operator()(const std::vector<var>& inputs) const { return ops::concatenate(inputs, axis_, path()); }
+  var call(const var& a, const var& b) const { return ops::concatenate({a, b}, axis_, path()); }
+  var call(const std::vector<var>& inputs) const { return ops::concatenate(inputs, axis_, path()); }
   std::vector<parameter_ptr> parameters() const { return {}; }
   int axis() const noexcept { return axis_; }
 

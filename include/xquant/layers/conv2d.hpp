@@ -208,6 +208,7 @@ inline var conv2d(const var& x, const var& w, const var* b, const conv2d_geometr
 /// Keras's fans (fan_in = KH*KW*C, fan_out = KH*KW*F); the bias (F,), "bias", starts at 0.
 class conv2d : public layer<conv2d> {
  public:
+  static constexpr layer_role role = layer_role::conv;
   /// `filters` output channels, a `kernel_size` window (`3` or `{3, 5}`).
   explicit conv2d(std::size_t filters = 1, size2 kernel_size = 1)
       : layer<conv2d>("conv2d"), filters_(filters),
@@ -238,7 +239,7 @@ class conv2d : public layer<conv2d> {
     return *this;
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     ensure_built(x);
     return call_with(x, kernel_, bias_ ? var(bias_) : var());
   }

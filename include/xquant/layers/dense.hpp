@@ -71,10 +71,11 @@ inline var matmul_bias(const var& x, const var& w, const var* b, const std::stri
 /// Fully connected layer (Keras Dense, no activation).
 class dense : public layer<dense> {
  public:
+  static constexpr layer_role role = layer_role::linear;
   explicit dense(std::size_t units = 1, bool use_bias = true)
       : layer<dense>("dense"), units_(units), use_bias_(use_bias) {}
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     ensure_built(x);
     return call_with(x, kernel_, bias_ ? var(bias_) : var());
   }

@@ -199,6 +199,7 @@ inline var depthwise_conv2d(const var& x, const var& w, const var* b, const conv
 /// fan_out = KH*KW*M); the bias (C*M,), "bias", starts at 0.
 class depthwise_conv2d : public layer<depthwise_conv2d> {
  public:
+  static constexpr layer_role role = layer_role::conv;
   /// A `kernel_size` window (`3` or `{3, 5}`), `depth_multiplier` filters per input channel.
   explicit depthwise_conv2d(size2 kernel_size = 1, std::size_t depth_multiplier = 1)
       : layer<depthwise_conv2d>("depthwise_conv2d"),
@@ -230,7 +231,7 @@ class depthwise_conv2d : public layer<depthwise_conv2d> {
     return *this;
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     ensure_built(x);
     return call_with(x, kernel_, bias_ ? var(bias_) : var());
   }

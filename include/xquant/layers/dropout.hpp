@@ -75,7 +75,7 @@ class dropout : public layer<dropout> {
     detail::require_dropout_rate("dropout", rate);
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     if (!is_training()) return x;
     return ops::dropout(x, rate_, rng_, path());
   }

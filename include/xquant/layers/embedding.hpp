@@ -75,10 +75,11 @@ inline var embedding_lookup(const var& ids, const var& table, const std::string&
 /// Embedding layer: ids (any shape) -> vectors of `output_dim`.
 class embedding : public layer<embedding> {
  public:
+  static constexpr layer_role role = layer_role::linear;
   embedding(std::size_t input_dim = 1, std::size_t output_dim = 1)
       : layer<embedding>("embedding"), input_dim_(input_dim), output_dim_(output_dim) {}
 
-  var operator()(const var& ids) {
+  var call(const var& ids) {
     build();
     return ops::embedding_lookup(ids, embeddings_, path());
   }

@@ -38,7 +38,7 @@ inline var flatten(const var& x, const std::string& path = "flatten") {
 class flatten : public layer<flatten> {
  public:
   flatten() : layer<flatten>("flatten") {}
-  var operator()(const var& x) const { return ops::flatten(x, path()); }
+  var call(const var& x) const { return ops::flatten(x, path()); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 

@@ -68,11 +68,12 @@ inline var global_average_pool2d(const var& x, bool keepdims = false,
 /// Global average pooling layer (Keras GlobalAveragePooling2D). No parameters.
 class global_average_pool2d : public layer<global_average_pool2d> {
  public:
+  static constexpr layer_role role = layer_role::pool;
   /// `keepdims`: output (N, 1, 1, C) instead of (N, C).
   explicit global_average_pool2d(bool keepdims = false)
       : layer<global_average_pool2d>("global_average_pooling2d"), keepdims_(keepdims) {}
 
-  var operator()(const var& x) { return ops::global_average_pool2d(x, keepdims_, path()); }
+  var call(const var& x) { return ops::global_average_pool2d(x, keepdims_, path()); }
 
   std::vector<parameter_ptr> parameters() const { return {}; }
   bool keepdims() const noexcept { return keepdims_; }

@@ -83,11 +83,12 @@ inline var global_max_pool2d(const var& x, bool keepdims = false, const std::str
 /// Global max pooling layer (Keras GlobalMaxPooling2D). No parameters.
 class global_max_pool2d : public layer<global_max_pool2d> {
  public:
+  static constexpr layer_role role = layer_role::pool;
   /// `keepdims`: output (N, 1, 1, C) instead of (N, C).
   explicit global_max_pool2d(bool keepdims = false)
       : layer<global_max_pool2d>("global_max_pooling2d"), keepdims_(keepdims) {}
 
-  var operator()(const var& x) { return ops::global_max_pool2d(x, keepdims_, path()); }
+  var call(const var& x) { return ops::global_max_pool2d(x, keepdims_, path()); }
 
   std::vector<parameter_ptr> parameters() const { return {}; }
   bool keepdims() const noexcept { return keepdims_; }

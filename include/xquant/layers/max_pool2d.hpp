@@ -104,6 +104,7 @@ inline var max_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding 
 /// Max pooling layer (Keras MaxPooling2D). No parameters.
 class max_pool2d : public layer<max_pool2d> {
  public:
+  static constexpr layer_role role = layer_role::pool;
   /// A `pool_size` window (`2` or `{2, 3}`) every `strides` pixels (default: `pool_size`).
   explicit max_pool2d(size2 pool_size = 2) : max_pool2d(pool_size, pool_size) {}
   max_pool2d(size2 pool_size, xq::padding p) : max_pool2d(pool_size, pool_size, p) {}
@@ -123,7 +124,7 @@ class max_pool2d : public layer<max_pool2d> {
     return *this;
   }
 
-  var operator()(const var& x) { return ops::max_pool2d(x, pool_size_, strides_, padding_, path()); }
+  var call(const var& x) { return ops::max_pool2d(x, pool_size_, strides_, padding_, path()); }
 
   std::vector<parameter_ptr> parameters() const { return {}; }
   std::array<std::size_t, 2> pool_size() const noexcept { return pool_size_; }

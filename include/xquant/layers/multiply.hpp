@@ -28,7 +28,8 @@ inline var multiply(const std::vector<var>& inputs, const std::string& path = "m
     const float* xp = inputs[k].value().data();
     for (std::size_t i = 0; i < n; ++i) yp[i] *= xp[i];
   }
-  return make_result(std::move(y), needs_grad(inputs), [inputs, n](const tensor& dy) {
+  return detail::traced_function("multiply", layer_role::merge, inputs,
+                                 make_result(std::move(y), needs_grad(inputs), [inputs, n](const tensor& dy) {
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (!inputs[k].requires_grad()) continue;
       tensor dx = dy;
@@ -41,7 +42,7 @@ inline var multiply(const std::vector<var>& inputs, const std::string& path = "m
       // a * a: each use adds its own a * dy, 2 a dy in all.
       add_grad(inputs[k], std::move(dx));
     }
-  });
+  }));
 }
 
 /// a * b elementwise (same shapes).
@@ -54,9 +55,10 @@ inline var multiply(const var& a, const var& b, const std::string& path = "multi
 /// Merge layer: elementwise product of its inputs (Keras Multiply).
 class multiply : public layer<multiply> {
  public:
+  static constexpr layer_role role = layer_role::merge;
   multiply() : layer<multiply>("multiply") {}
-  var operator()(const var& a, const var& b) const { return ops::multiply({a, b}, path()); }
-  var operator()(const std::vector<var>& inputs) const { return ops::multiply(inputs, path()); }
+  var call(const var& a, const var& b) const { return ops::multiply({a, b}, path()); }
+  var call(const std::vector<var>& inputs) const { return ops::multiply(inputs, path()); }
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 

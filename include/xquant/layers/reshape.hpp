@@ -122,7 +122,7 @@ class reshape : public layer<reshape> {
     detail::require_valid_target("reshape", target_);
   }
 
-  var operator()(const var& x) const {
+  var call(const var& x) const {
     if (x.dimension() < 1)
       throw shape_error(path(), "input of shape (N, ...)", detail::shape_string(x.shape()));
     const std::size_t n = x.shape()[0];

@@ -13,19 +13,12 @@
 #include <vector>
 
 #include "../core/children.hpp"
+#include "../core/layer_traits.hpp"
 #include "../core/model.hpp"
 #include "../core/type_name.hpp"
 #include "../core/var.hpp"
 
 namespace xq {
-
-namespace detail {
-
-template <class T, class = void>
-struct has_name : std::false_type {};
-template <class T>
-struct has_name<T, std::void_t<decltype(std::declval<const T&>().name())>> : std::true_type {};
-}  // namespace detail
 
 template <class... Layers>
 class sequential {
@@ -81,7 +74,7 @@ class sequential {
           auto one = [&](auto& layer) {
             using child_type = std::decay_t<decltype(layer)>;
             std::string base;
-            if constexpr (detail::has_name<child_type>::value)
+            if constexpr (has_name_v<child_type>)
               base = layer.name();
             else
               base = detail::type_short_name<child_type>();

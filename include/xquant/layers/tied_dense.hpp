@@ -26,6 +26,9 @@ namespace xq {
 
 class tied_dense : public layer<tied_dense> {
  public:
+  static constexpr layer_role role = layer_role::linear;
+  /// Its matrix belongs to another layer, whose summary row counts it.
+  static constexpr bool counts_macs = false;
   tied_dense() : layer<tied_dense>("tied_dense") {}
   /// Uses `matrix` (in, out) as its kernel: shares it, does not copy it.
   explicit tied_dense(parameter_ptr matrix, bool use_bias = false)
@@ -37,7 +40,7 @@ class tied_dense : public layer<tied_dense> {
     name_parameters();
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     ensure_built(x);
     return call_with(x, kernel_, bias_ ? var(bias_) : var());
   }

@@ -72,6 +72,9 @@ inline var matmul_transposed(const var& x, const var& w, const var* b, const std
 /// Projects onto an embedding's rows with the embedding's own table.
 class tied_projection : public layer<tied_projection> {
  public:
+  static constexpr layer_role role = layer_role::linear;
+  /// Its matrix belongs to another layer, whose summary row counts it.
+  static constexpr bool counts_macs = false;
   tied_projection() : layer<tied_projection>("tied_projection") {}
   /// Ties to `table` (a built embedding's table): shares it, does not copy it.
   explicit tied_projection(const embedding& table, bool use_bias = false)
@@ -82,7 +85,7 @@ class tied_projection : public layer<tied_projection> {
   explicit tied_projection(parameter_ptr matrix, bool use_bias = false)
       : tied_projection(std::move(matrix), use_bias, "a built matrix parameter to tie to") {}
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     ensure_built(x);
     return call_with(x, table_, bias_ ? var(bias_) : var());
   }

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "../kernels/channel_layout.hpp"
+#include "range_statistics.hpp"
 #include "../core/tensor.hpp"
 #include "torch_fake_quant.hpp"
 
@@ -160,6 +161,45 @@ enum class observer_kind {
   moving_average_per_channel_min_max  ///< MovingAveragePerChannelMinMaxObserver
 };
 
+/// How an observer's statistics follow the batches.
+enum class observer_update {
+  min_max,         ///< the running min and max (MinMaxObserver)
+  moving_average,  ///< the first batch copied, then m += c * (cur - m) (MovingAverage*Observer)
+  last_value       ///< the batch alone (not a PyTorch observer; xquant's last-value tracking)
+};
+
+/// One observer step (PyTorch's `forward` of its observers): the stored `min_val` /
+/// `max_val` (per tensor: +Inf / -Inf before the first batch; per channel: no values)
+/// updated by a batch's min and max `cur_min` / `cur_max` (finite, one per channel).
+/// Throws when the channel count changed; changes nothing then.
+inline void update_observed_range(observer_update u, float averaging_constant, bool per_channel, vector& min_val,
+                                  vector& max_val, vector cur_min, vector cur_max, const std::string& where,
+                                  long ch_axis) {
+  const std::size_t channels = cur_min.size();
+  const bool fresh = per_channel ? min_val.size() == 0
+                                 : (min_val(0) == std::numeric_limits<float>::infinity() &&
+                                    max_val(0) == -std::numeric_limits<float>::infinity());
+  if (!fresh && min_val.size() != channels)
+    throw argument_error(where,
+                         xq::detail::concat(min_val.size(), " channels on axis ", ch_axis,
+                                            " (as in the batches seen, or the range set)"),
+                         xq::detail::concat(channels, " channels"));
+  if (u == observer_update::last_value || (fresh && (per_channel || u == observer_update::moving_average))) {
+    min_val = std::move(cur_min);
+    max_val = std::move(cur_max);
+    return;
+  }
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (u == observer_update::moving_average) {
+      min_val(c) = min_val(c) + averaging_constant * (cur_min(c) - min_val(c));
+      max_val(c) = max_val(c) + averaging_constant * (cur_max(c) - max_val(c));
+    } else {
+      min_val(c) = std::min(cur_min(c), min_val(c));
+      max_val(c) = std::max(cur_max(c), max_val(c));
+    }
+  }
+}
+
 /// A PyTorch observer: feed it batches, read its qparams.
 class observer {
  public:
@@ -182,57 +222,25 @@ class observer {
     }
   }
 
-  /// Records the statistics of `x` (forward pass of the observer).
+  /// Records the statistics of `x` (forward pass of the observer); a batch with NaN or
+  /// ±Inf throws and leaves the statistics as they were.
   void operator()(const tensor& x) {
     if (x.size() == 0) return;
+    constexpr const char* where = "torch.observer";
     const bool channel_kind = is_per_channel(options_.scheme);
-    kernels::channel_layout l = channel_kind
-                                    ? kernels::channel_layout::of(x.shape(), options_.ch_axis, "torch.observer")
-                                    : kernels::channel_layout{1, 1, x.size()};
-    vector cur_min = vector::from_shape({l.channels}), cur_max = vector::from_shape({l.channels});
-    std::fill(cur_min.begin(), cur_min.end(), std::numeric_limits<float>::infinity());
-    std::fill(cur_max.begin(), cur_max.end(), -std::numeric_limits<float>::infinity());
-    const float* p = x.data();
-    // One pass; the stored statistics change only after it has succeeded.
-    for (std::size_t o = 0; o < l.outer; ++o)
-      for (std::size_t c = 0; c < l.channels; ++c)
-        for (std::size_t i = 0; i < l.inner; ++i) {
-          const std::size_t at = (o * l.channels + c) * l.inner + i;
-          const float v = p[at];
-          if (!std::isfinite(v))
-            throw argument_error("torch.observer",
-                                 "finite values in the batch (the statistics are left as they were)",
-                                 xq::detail::concat(v, " at flat index ", at));
-          cur_min(c) = std::min(cur_min(c), v);
-          cur_max(c) = std::max(cur_max(c), v);
-        }
+    const kernels::channel_layout l = channel_kind ? kernels::channel_layout::of(x.shape(), options_.ch_axis, where)
+                                                   : kernels::channel_layout{1, 1, x.size()};
+    range_statistics s = measure_range(x, l);
+    if (!s.finite) {
+      const std::size_t at = first_non_finite(x);
+      throw argument_error(where, "finite values in the batch (the statistics are left as they were)",
+                           xq::detail::concat(x.data()[at], " at flat index ", at));
+    }
     const bool moving = kind_ == observer_kind::moving_average_min_max ||
                         kind_ == observer_kind::moving_average_per_channel_min_max;
-    const bool fresh = channel_kind ? min_val_.size() == 0
-                                    : (min_val_(0) == std::numeric_limits<float>::infinity() &&
-                                       max_val_(0) == -std::numeric_limits<float>::infinity());
-    if (!fresh && min_val_.size() != l.channels)
-      throw argument_error("torch.observer",
-                           xq::detail::concat(min_val_.size(), " channels on axis ", options_.ch_axis),
-                           xq::detail::concat(l.channels, " channels"));
-    if (fresh && channel_kind) {
-      min_val_ = cur_min;
-      max_val_ = cur_max;
-      return;
-    }
-    for (std::size_t c = 0; c < l.channels; ++c) {
-      if (moving && !fresh) {
-        const float k = options_.averaging_constant;
-        min_val_(c) = min_val_(c) + k * (cur_min(c) - min_val_(c));
-        max_val_(c) = max_val_(c) + k * (cur_max(c) - max_val_(c));
-      } else if (moving) {
-        min_val_(c) = cur_min(c);
-        max_val_(c) = cur_max(c);
-      } else {
-        min_val_(c) = std::min(cur_min(c), min_val_(c));
-        max_val_(c) = std::max(cur_max(c), max_val_(c));
-      }
-    }
+    update_observed_range(moving ? observer_update::moving_average : observer_update::min_max,
+                          options_.averaging_constant, channel_kind, min_val_, max_val_, std::move(s.min),
+                          std::move(s.max), where, options_.ch_axis);
   }
 
   qparams calculate_qparams() const {

@@ -24,9 +24,9 @@ class approx_sign : public quantizer_layer<approx_sign> {
   approx_sign() : quantizer_layer<approx_sign>("approx_sign") {}
 
   /// 1: binary.
-  int precision() const noexcept { return 1; }
+  int precision() const noexcept override { return 1; }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });
     return emit(x, std::move(y), [x](const tensor& dy) {

@@ -55,11 +55,11 @@ class dorefa : public quantizer_layer<dorefa> {
   dorefa(int k_bit, std::string_view mode) : dorefa(k_bit, parse_mode(mode)) {}
 
   /// k_bit.
-  int precision() const noexcept { return k_bit_; }
+  int precision() const noexcept override { return k_bit_; }
   int k_bit() const noexcept { return k_bit_; }
   dorefa_mode mode() const noexcept { return mode_; }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     return mode_ == dorefa_mode::activations ? quantize_activations(x) : quantize_weights(x);
   }

@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -78,7 +79,7 @@ class lsq_quantizer : public quantizer_layer<lsq_quantizer> {
   }
 
   /// num_bits.
-  int precision() const noexcept { return num_bits_; }
+  int precision() const noexcept override { return num_bits_; }
   int num_bits() const noexcept { return num_bits_; }
   lsq_scheme scheme() const noexcept { return scheme_; }
   bool use_grad_scaling() const noexcept { return use_grad_scaling_; }
@@ -104,16 +105,22 @@ class lsq_quantizer : public quantizer_layer<lsq_quantizer> {
     return *this;
   }
 
-  std::vector<parameter_ptr> parameters() const { return {scale_, zero_point_}; }
+  /// The learned scale and, for affine, the zero point.
+  std::vector<parameter_ptr> parameters() const override { return {scale_, zero_point_}; }
   /// Each parameter slot, the absent zero point included (core/clone.hpp's protocol).
-  template <class F>
-  void for_each_parameter_slot(F&& f) {
+  void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override {
     f(scale_);
     f(zero_point_);
   }
 
-  var quantize(const var& x) {
-    if (!initialized() && is_training()) initialize_from(x.value());
+ protected:
+
+  /// LSQ's initialisation: the first training batch sets the scale (observer on).
+  void observe(const tensor& x) override {
+    if (!initialized()) initialize_from(x);
+  }
+
+  var quantize(const var& x) override {
     if (!initialized()) return x;  // nothing to quantize with yet: pass through
     float& s_value = scale_->value.data()[0];
     s_value = std::max(s_value, std::numeric_limits<float>::epsilon());  // _LearnableFakeQuantize's clamp

@@ -36,7 +36,7 @@ class magnitude_aware_sign : public quantizer_layer<magnitude_aware_sign> {
   }
 
   /// 1: binary (one sign bit per weight; the scales are per channel).
-  int precision() const noexcept { return 1; }
+  int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
   /// The per-channel scales a of `x`: mean |x| over every axis but the last (length
@@ -66,7 +66,7 @@ class magnitude_aware_sign : public quantizer_layer<magnitude_aware_sign> {
     return a;
   }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     const tensor& xv = x.value();
     std::vector<float> a = scales(xv);

@@ -26,9 +26,9 @@ class noop_quantizer : public quantizer_layer<noop_quantizer> {
   }
 
   /// What the constructor was given.
-  int precision() const noexcept { return precision_; }
+  int precision() const noexcept override { return precision_; }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     if (!gradient_flow_metric()) return x;
     return emit(x, x.value(), [](const tensor& dy) { return dy; });
   }

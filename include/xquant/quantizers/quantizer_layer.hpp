@@ -1,34 +1,49 @@
 #pragma once
 /// \file quantizer_layer.hpp
-/// `xq::quantizer_layer<Self>`: the base of every quantizer that is a layer
-/// (Larq's design: "quantizers are layers"). A quantizer layer
-///  - is called like any layer, `var y = q(x)`, on the tape, with its own surrogate
-///    gradient; so the same object works standalone in a `sequential`, as the input
-///    quantizer of a quant layer, or as its kernel quantizer;
-///  - has a name and a path ("quant_conv2d/kernel_quantizer") and lists its own
-///    parameters (a learned scale, running state kept as non-trainable parameters),
-///    which `parameters(model)`, optimizers, clones and checkpoints therefore see;
-///  - declares a `precision()` in bits (1 for binary, 2 for ternary, k for DoReFa,
-///    what a no-op declares), which the model summary and `bop` read;
-///  - keeps the metrics it was asked for: flip ratio and gradient flow.
+/// The one quantizer concept. Every quantizer — NVIDIA's QDQ, tfmot's and PyTorch's fake
+/// quantizers (fake_quantizer.hpp: a range tracker composed with a peer's numerics), LSQ,
+/// Larq's binary and ternary quantizers, a user's — derives from `xq::quantizer_base`,
+/// usually through `xq::quantizer_layer<Self>`. A quantizer is a layer (Larq's design):
+///  - it is called like any layer, `var y = q(x)`, on the tape, with its own surrogate
+///    gradient; the same object works standalone in a `sequential`, as the input
+///    quantizer of a quant layer, or as a wrapper's kernel quantizer;
+///  - it has a name and a path ("block/conv/kernel_quantizer"), and ALL its state lives
+///    in parameters (a learned scale: trainable; a tracked range: not), which it lists in
+///    `parameters()`. So `parameters(model)`, optimizers, `clone_model`, checkpoints and
+///    the summary see quantizer state the way they see any weight, with no second path;
+///  - it declares a `precision()` in bits, which the summary, `bop` and exporters read;
+///  - it keeps the metrics it was asked for: flip ratio and gradient flow.
 ///
-/// A quantizer writes `var quantize(const var& x)` and builds its output with
-/// `emit(x, y, surrogate)`, where `surrogate(dy)` returns the input gradient. The base
-/// feeds that gradient to the gradient-flow metric before adding it to x, and feeds
-/// the output to the flip-ratio metric on training calls.
+/// Three switches, as PyTorch's `FakeQuantizeBase` has (observer and fake quant apart):
+///  - `enabled()`: the quantizer is part of the model's quantization. `quantize_model`
+///    places quantizers by turning this on or off; an off quantizer returns its input var
+///    itself, observes nothing and lists no parameters;
+///  - `observer_enabled()`: training calls update the state (a range tracker, LSQ's
+///    first-batch initialisation); off freezes it;
+///  - `fake_quant_enabled()`: the output is quantized; off passes the input through
+///    (while the observer may still watch: calibration).
+///
+/// A quantizer writes `var quantize(const var& x)` (the forward with its current state)
+/// and builds its output with `emit(x, y, surrogate)`, where `surrogate(dy)` returns the
+/// input gradient; and, if it follows the data, `void observe(const tensor& x)`. The
+/// base feeds the gradient to the gradient-flow metric before adding it to x, and the
+/// output to the flip-ratio metric on training calls.
 ///
 /// Flip ratio counts training calls only (inside `xq::training_mode`, as `fit`'s
 /// steps): Keras resets metrics before evaluation, so Larq's training figure has
 /// only training calls in it too.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../core/layer.hpp"
+#include "../core/layer_traits.hpp"
 #include "../core/mode.hpp"
 #include "../core/tape.hpp"
+#include "../core/type_name.hpp"
 #include "../core/var.hpp"
 #include "flip_ratio.hpp"
 #include "gradient_flow.hpp"
@@ -36,48 +51,91 @@
 
 namespace xq {
 
-template <class Self>
-class quantizer_layer : public layer<Self> {
+/// The base of every quantizer (see the file comment). Abstract: `precision()` and
+/// `quantize()` are the derived quantizer's.
+class quantizer_base {
  public:
-  /// Runs the quantizer (what `Self::quantize` computes) and updates its metrics.
+  virtual ~quantizer_base() = default;
+
+  /// Runs the quantizer: observes a training batch (when the observer is on), then
+  /// quantizes with the current state (when fake quant is on), and updates the metrics.
+  /// Off (`enabled()` false): returns `x` itself, records nothing.
   var operator()(const var& x) {
-    var y = static_cast<Self&>(*this).quantize(x);
-    if (flip_ && is_training()) flip_->update(y.value());
-    return y;
+    if (!enabled_) return x;
+    return detail::run_leaf_call(this, path_, type_name_, layer_role::quantizer, [&] { return run(x); }, x);
   }
 
-  /// Turns on exactly these metrics (chainable); their figures start from zero.
-  Self& metrics(quantizer_metric m) {
+  /// The quantizer's own name ("ste_sign" until renamed).
+  const std::string& name() const noexcept { return name_; }
+  /// The full path in its model ("block/conv/kernel_quantizer").
+  const std::string& path() const noexcept { return path_; }
+  /// Sets the path and renames the quantizer's parameters after it.
+  void set_path(std::string p) {
+    path_ = std::move(p);
+    for_each_parameter_slot([this](parameter_ptr& param) {
+      if (param) param->set_owner_path(path_);
+    });
+  }
+  /// The quantizer's type name ("ste_sign", "fake_quantizer"), for summaries and checkpoints.
+  std::string kind() const { return type_name_(); }
+
+  /// Bits per value of the quantizer's output (1 binary, 2 ternary, k for k-bit grids).
+  virtual int precision() const = 0;
+  /// One line for summaries, checkpoints and errors: "ste_sign(clip_value 1)". The kind
+  /// unless a quantizer says more.
+  virtual std::string describe() const { return kind(); }
+
+  /// The quantizer's state and learned parameters (a fake quantizer that is off, or not
+  /// called yet, has none: its state is not part of the model then).
+  virtual std::vector<parameter_ptr> parameters() const { return {}; }
+  /// Calls `f(parameter_ptr&)` on every parameter slot, null ones and those of an off
+  /// quantizer included (core/clone.hpp's protocol: a clone rebinds them all).
+  virtual void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) { (void)f; }
+
+  // ---- switches -------------------------------------------------------------------------
+
+  /// Whether the quantizer is part of the model's quantization (see the file comment).
+  bool enabled() const noexcept { return enabled_; }
+  /// Turns the quantizer on or off (both the observer and fake quant follow it).
+  void enable(bool on = true) noexcept { enabled_ = on; }
+  /// Whether training calls update the quantizer's state.
+  bool observer_enabled() const noexcept { return observer_enabled_; }
+  void enable_observer(bool on = true) noexcept { observer_enabled_ = on; }
+  /// Whether the output is quantized (off: the input passes through).
+  bool fake_quant_enabled() const noexcept { return fake_quant_enabled_; }
+  void enable_fake_quant(bool on = true) noexcept { fake_quant_enabled_ = on; }
+
+  // ---- metrics ---------------------------------------------------------------------------
+
+  /// Turns on exactly these metrics; their figures start from zero.
+  void set_metrics(quantizer_metric m) {
     metrics_chosen_ = true;
     flip_ = has_metric(m, quantizer_metric::flip_ratio) ? std::make_shared<flip_ratio>() : nullptr;
     flow_ = has_metric(m, quantizer_metric::gradient_flow) ? std::make_shared<gradient_flow>() : nullptr;
-    return static_cast<Self&>(*this);
   }
   /// The metrics turned on.
   quantizer_metric metrics() const noexcept {
     return (flip_ ? quantizer_metric::flip_ratio : quantizer_metric::none) |
            (flow_ ? quantizer_metric::gradient_flow : quantizer_metric::none);
   }
-  /// True once `metrics(...)` was called (a metrics_scope then leaves it alone).
+  /// True once metrics were chosen for this quantizer (a metrics_scope then leaves it alone).
   bool metrics_chosen() const noexcept { return metrics_chosen_; }
   /// Larq's rule for kernel quantizers: take the scope's metrics unless chosen.
   void adopt_scope_metrics() {
     if (!metrics_chosen_ && metrics_scope::current() != quantizer_metric::none) {
-      metrics(metrics_scope::current());
+      set_metrics(metrics_scope::current());
       metrics_chosen_ = false;
     }
   }
-
   /// The flip-ratio metric, or nullptr when off.
   const flip_ratio* flip_ratio_metric() const noexcept { return flip_.get(); }
   /// The gradient-flow metric, or nullptr when off.
   const gradient_flow* gradient_flow_metric() const noexcept { return flow_.get(); }
-
   /// Calls `f(name, value)` for each metric on: "flip_ratio/<path>", "gradient_flow/<path>".
   template <class F>
   void for_each_metric(F&& f) const {
-    if (flip_) f("flip_ratio/" + this->path(), flip_->result());
-    if (flow_) f("gradient_flow/" + this->path(), flow_->result());
+    if (flip_) f("flip_ratio/" + path_, flip_->result());
+    if (flow_) f("gradient_flow/" + path_, flow_->result());
   }
   /// Starts every metric's average again (fit does it at each epoch's start).
   void reset_metrics() {
@@ -85,24 +143,48 @@ class quantizer_layer : public layer<Self> {
     if (flow_) flow_->reset();
   }
 
-  /// Parameters the quantizer owns (none unless a quantizer says otherwise).
-  std::vector<parameter_ptr> parameters() const { return {}; }
+ protected:
+  /// `default_name`: the name until renamed; `type_name`: what `kind()` returns.
+  quantizer_base(std::string default_name, std::string (*type_name)())
+      : name_(default_name), path_(std::move(default_name)), type_name_(type_name) {}
 
   // A copy (a clone, a quantized twin) gets metrics of its own, not a shared average.
-  quantizer_layer(const quantizer_layer& o) : layer<Self>(o), metrics_chosen_(o.metrics_chosen_) { copy_metrics(o); }
-  quantizer_layer& operator=(const quantizer_layer& o) {
+  quantizer_base(const quantizer_base& o)
+      : name_(o.name_), path_(o.path_), type_name_(o.type_name_), enabled_(o.enabled_),
+        observer_enabled_(o.observer_enabled_), fake_quant_enabled_(o.fake_quant_enabled_),
+        metrics_chosen_(o.metrics_chosen_) {
+    copy_metrics(o);
+  }
+  quantizer_base& operator=(const quantizer_base& o) {
     if (this != &o) {
-      layer<Self>::operator=(o);
+      name_ = o.name_;
+      path_ = o.path_;
+      type_name_ = o.type_name_;
+      enabled_ = o.enabled_;
+      observer_enabled_ = o.observer_enabled_;
+      fake_quant_enabled_ = o.fake_quant_enabled_;
       metrics_chosen_ = o.metrics_chosen_;
       copy_metrics(o);
     }
     return *this;
   }
-  quantizer_layer(quantizer_layer&&) noexcept = default;
-  quantizer_layer& operator=(quantizer_layer&&) noexcept = default;
+  quantizer_base(quantizer_base&&) noexcept = default;
+  quantizer_base& operator=(quantizer_base&&) noexcept = default;
 
- protected:
-  explicit quantizer_layer(std::string default_name) : layer<Self>(std::move(default_name)) {}
+  /// Renames the parameters after the path (a quantizer calls it when it creates them).
+  void name_parameters() { set_path(path_); }
+  void rename(std::string n) {
+    name_ = std::move(n);
+    set_path(name_);
+  }
+  /// For a preset deriving from another quantizer: what `kind()` returns.
+  void set_kind(std::string (*type_name)()) noexcept { type_name_ = type_name; }
+
+  /// Updates the state from a training batch (only when the observer is on). Must leave
+  /// the state as it was when it throws.
+  virtual void observe(const tensor& x) { (void)x; }
+  /// The forward with the current state, on the tape (build the output with `emit`).
+  virtual var quantize(const var& x) = 0;
 
   /// The output `y` of `quantize(x)` on the tape: when a gradient reaches it,
   /// `surrogate(dy)` gives the input gradient (a tensor of x's shape), which goes to
@@ -125,13 +207,23 @@ class quantizer_layer : public layer<Self> {
   }
 
  private:
-  void copy_metrics(const quantizer_layer& o) {
+  var run(const var& x) {
+    if (observer_enabled_ && is_training()) observe(x.value());
+    if (!fake_quant_enabled_) return x;
+    var y = quantize(x);
+    if (flip_ && is_training()) flip_->update(y.value());
+    return y;
+  }
+  void copy_metrics(const quantizer_base& o) {
     flip_ = o.flip_ ? std::make_shared<flip_ratio>(*o.flip_) : nullptr;
     flow_ = o.flow_ ? std::make_shared<gradient_flow>(*o.flow_) : nullptr;
   }
 
+  std::string name_, path_;
+  std::string (*type_name_)();
+  bool enabled_ = true, observer_enabled_ = true, fake_quant_enabled_ = true;
   // shared_ptr so that a backward step recorded by emit can feed the metric after
-  // the layer object moved (a sequential reallocating, say).
+  // the quantizer object moved (a sequential reallocating, say).
   std::shared_ptr<flip_ratio> flip_;
   std::shared_ptr<gradient_flow> flow_;
   bool metrics_chosen_ = false;
@@ -139,14 +231,41 @@ class quantizer_layer : public layer<Self> {
 
 namespace detail {
 template <class T>
-std::true_type is_quantizer_layer_test(const quantizer_layer<T>*);
-std::false_type is_quantizer_layer_test(...);
+using slot_template_op =
+    decltype(std::declval<T&>().template for_each_parameter_slot<parameter_slot_probe>(parameter_slot_probe{}));
 }  // namespace detail
 
-/// True for quantizer layers (types deriving from `quantizer_layer<T>`).
-template <class T>
-struct is_quantizer_layer : decltype(detail::is_quantizer_layer_test(std::declval<T*>())) {};
-template <class T>
-inline constexpr bool is_quantizer_layer_v = is_quantizer_layer<T>::value;
+/// CRTP helper for a quantizer type `Self`: chainable `name(...)` and `metrics(...)`,
+/// and `Self`'s type name as its kind. A quantizer with parameters overrides
+/// `parameters()` and `for_each_parameter_slot` — the latter may also be written as a
+/// template over the visitor, as layers write it.
+template <class Self>
+class quantizer_layer : public quantizer_base {
+ public:
+  void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override {
+    if constexpr (detail::detect<Self, detail::slot_template_op>::value)
+      static_cast<Self&>(*this).template for_each_parameter_slot<const std::function<void(parameter_ptr&)>&>(f);
+    else
+      (void)f;
+  }
+
+  using quantizer_base::metrics;
+  using quantizer_base::name;
+  /// Renames the quantizer (chainable).
+  Self& name(std::string n) {
+    rename(std::move(n));
+    return static_cast<Self&>(*this);
+  }
+  /// Turns on exactly these metrics (chainable); their figures start from zero.
+  Self& metrics(quantizer_metric m) {
+    set_metrics(m);
+    return static_cast<Self&>(*this);
+  }
+  /// The type name that summaries and checkpoints use ("ste_sign").
+  static std::string layer_type() { return detail::type_short_name<Self>(); }
+
+ protected:
+  explicit quantizer_layer(std::string default_name) : quantizer_base(std::move(default_name), &layer_type) {}
+};
 
 }  // namespace xq

@@ -24,10 +24,10 @@ class ste_heaviside : public quantizer_layer<ste_heaviside> {
   }
 
   /// 1: binary ({0, 1}).
-  int precision() const noexcept { return 1; }
+  int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     tensor y = larq::map(x.value(), [](float v) { return larq::heaviside(v); });
     return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {

@@ -27,10 +27,10 @@ class ste_sign : public quantizer_layer<ste_sign> {
   }
 
   /// 1: binary.
-  int precision() const noexcept { return 1; }
+  int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });
     return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {

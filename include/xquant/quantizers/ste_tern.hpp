@@ -45,7 +45,7 @@ class ste_tern : public quantizer_layer<ste_tern> {
   }
 
   /// 2: ternary.
-  int precision() const noexcept { return 2; }
+  int precision() const noexcept override { return 2; }
   float threshold_value() const noexcept { return threshold_value_; }
   bool ternary_weight_networks() const noexcept { return ternary_weight_networks_; }
   float clip_value() const noexcept { return clip_value_; }
@@ -68,7 +68,7 @@ class ste_tern : public quantizer_layer<ste_tern> {
     return (0.7f * static_cast<float>(sum)) / static_cast<float>(n);
   }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     const float delta = threshold(x.value());
     tensor y = larq::map(x.value(), [delta](float v) {

@@ -31,10 +31,10 @@ class swish_sign : public quantizer_layer<swish_sign> {
   }
 
   /// 1: binary.
-  int precision() const noexcept { return 1; }
+  int precision() const noexcept override { return 1; }
   float beta() const noexcept { return beta_; }
 
-  var quantize(const var& x) {
+  var quantize(const var& x) override {
     const flush_denormals_scope as_in_tensorflow;
     tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });
     return emit(x, std::move(y), [x, beta = beta_](const tensor& dy) {

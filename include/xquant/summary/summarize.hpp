@@ -29,16 +29,17 @@
 ///    its own with its parameters, if any, and "-" as input precision (Larq has no
 ///    such rows: its quantizers live inside layers).
 ///
-/// Weights: a layer with `weight_precisions()` (the quant layers) gives its weights'
-/// bit widths; every other parameter (quantizers' own included) is 32-bit, Larq's
-/// `getattr(weight, "precision", 32)`. A weight is counted once, in the first row
+/// Weights: a layer with `weight_precisions()` (Larq's quant layers and the quantized
+/// twins of weighted layers: a kernel at its quantizer's precision while it is on) gives
+/// its weights' bit widths; every other parameter (quantizers' own state included) is
+/// 32-bit, Larq's `getattr(weight, "precision", 32)`. A weight is counted once, in the first row
 /// that uses it (tied weights), and as non-trainable when `set_trainable(false)`.
 /// Larq's batch-norm rule: a layer with both `beta` and `moving_mean` drops `beta`,
 /// one with `gamma` and `moving_variance` drops `gamma` (they fold into the moving
 /// statistics at inference).
 ///
-/// MACs (one sample): MAC layers are `dense`, `conv2d`, `depthwise_conv2d` and every
-/// layer with `weight_precisions()`. Each reported op of a MAC layer counts Larq's
+/// MACs (one sample): a layer counts MACs when `counts_macs<L>` says so (a layer with a
+/// kernel or with weight precisions, unless it declares otherwise; core/layer_traits.hpp). Each reported op of a MAC layer counts Larq's
 /// `count × output_pixels` for the layer's non-bias weight of the op's weight shape
 /// (output_pixels: H·W of a 4-D output, the length of a 3-D one, 1 for 2-D, the
 /// product of the inner axes beyond), at precision max(input precision or 32, weight
@@ -50,7 +51,8 @@
 ///    layer's weights counts its weight's size at max(input precision or 32, 32).
 /// Layers that are not MAC layers have no MAC entries (printed 0; Larq prints "?"
 /// for layer types it does not know, 0 for pooling, flatten and batch norm).
-/// `tied_dense`/`tied_projection` are not MAC layers (their matrix belongs to another layer).
+/// `tied_dense`/`tied_projection` declare no MACs (their matrix belongs to another layer).
+/// The input precision of a quantized twin is its input quantizer's while that is on.
 
 #include <algorithm>
 #include <cstddef>
@@ -65,18 +67,14 @@
 #include <vector>
 
 #include "../core/children.hpp"
-#include "../core/clone.hpp"  // detail::has_path
 #include "../core/error.hpp"
+#include "../core/layer_traits.hpp"
 #include "../core/model.hpp"
 #include "../core/mode.hpp"
 #include "../core/op_observer.hpp"
 #include "../core/tape.hpp"
 #include "../core/type_name.hpp"
-#include "../layers/conv2d.hpp"
-#include "../layers/dense.hpp"
-#include "../layers/depthwise_conv2d.hpp"
 #include "../layers/sequential.hpp"
-#include "../core/precision_traits.hpp"
 #include "model_summary.hpp"
 
 namespace xq {
@@ -88,14 +86,9 @@ struct is_sequential : std::false_type {};
 template <class... L>
 struct is_sequential<sequential<L...>> : std::true_type {};
 
-/// Layers whose weights do multiply-accumulates (Larq's `mac_containing_layers`).
-template <class T>
-inline constexpr bool is_mac_layer_v = std::is_same_v<T, dense> || std::is_same_v<T, conv2d> ||
-                                       std::is_same_v<T, depthwise_conv2d> || has_weight_precisions<T>::value;
-
 /// A composite seen only through its children (no parameters of its own).
 template <class T>
-inline constexpr bool is_pure_composite_v = has_children_v<T> && !has_parameters<T>::value;
+inline constexpr bool is_pure_composite_v = has_children_v<T> && !has_parameters_v<T>;
 
 /// Larq's `output_pixels`: H·W (4-D), length (3-D), 1 (2-D); inner axes' product beyond.
 inline std::uint64_t output_pixels(const tensor::shape_type& shape) {
@@ -131,7 +124,7 @@ class summary_builder {
     for_each_layer(obj, [&](auto& l) {
       using T = std::remove_const_t<std::remove_reference_t<decltype(l)>>;
       add_weights(l, row);
-      if constexpr (is_mac_layer_v<T>) {
+      if constexpr (counts_macs_v<T>) {
         // The row's own layer (a first member shares its composite's address: types too).
         const bool is_row = std::is_same_v<T, L> && static_cast<const void*>(&l) == &obj;
         add_macs(l, row, is_row, shape);
@@ -144,7 +137,7 @@ class summary_builder {
 
   template <class L>
   static std::optional<int> first_input_precision(L& obj) {
-    if constexpr (has_input_precision<L>::value) {
+    if constexpr (has_input_precision_v<L>) {
       return obj.input_precision();
     } else if constexpr (is_pure_composite_v<L>) {
       auto kids = children(obj);
@@ -166,10 +159,10 @@ class summary_builder {
         if (e.first == p) return true;
       return false;
     };
-    if constexpr (has_weight_precisions<L>::value)
+    if constexpr (has_weight_precisions_v<L>)
       for (const auto& [p, bits] : l.weight_precisions())
         if (p && !listed(p)) out.emplace_back(p, bits);
-    if constexpr (has_parameters<L>::value)
+    if constexpr (has_parameters_v<L>)
       for (const auto& p : l.parameters())
         if (p && !listed(p)) out.emplace_back(p, 32);  // no quantizer: 32-bit, as Larq
     if (batch_norm_rule) {
@@ -189,7 +182,7 @@ class summary_builder {
 
   template <class L>
   void add_weights(const L& l, layer_profile& row) {
-    if constexpr (has_parameters<L>::value || has_weight_precisions<L>::value) {
+    if constexpr (has_parameters_v<L> || has_weight_precisions_v<L>) {
       const auto counted = own_weights(l, true);
       for (const auto& [p, bits] : own_weights(l, false)) {
         // A weight dropped by the batch-norm rule is still "seen": counted nowhere else.
@@ -207,14 +200,14 @@ class summary_builder {
   template <class L>
   void add_macs(const L& l, layer_profile& row, bool is_row, const std::optional<tensor::shape_type>& shape) {
     std::optional<int> in;
-    if constexpr (has_input_precision<L>::value) in = l.input_precision();
+    if constexpr (has_input_precision_v<L>) in = l.input_precision();
     const int in_bits = in.value_or(32);
     std::vector<std::pair<parameter_ptr, int>> kernels;  // MACs come from non-bias weights only
     for (const auto& w : own_weights(l, false))
       if (w.first->short_name() != "bias") kernels.push_back(w);
 
     const std::string path = [&] {
-      if constexpr (has_path<L>::value) return std::string(l.path());
+      if constexpr (has_path_v<L>) return std::string(l.path());
       else return std::string();
     }();
     auto found = events.find(path);
@@ -281,7 +274,7 @@ void summarize_children(Composite& c, const std::string& prefix, summary_builder
       layer_profile row;
       row.name = path;
       std::optional<tensor::shape_type> shape;
-      if constexpr (is_mac_layer_v<C> && has_path<C>::value) {
+      if constexpr (counts_macs_v<C> && has_path_v<C>) {
         auto found = b.events.find(child.path());
         if (found != b.events.end() && !found->second.empty()) shape = found->second.back().output_shape;
       }
@@ -293,7 +286,7 @@ void summarize_children(Composite& c, const std::string& prefix, summary_builder
 
 template <class Model>
 std::string model_name(const Model& model) {
-  if constexpr (has_name<Model>::value) return std::string(model.name());
+  if constexpr (has_name_v<Model>) return std::string(model.name());
   else return type_short_name<Model>();
 }
 
@@ -317,18 +310,21 @@ model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
   model_summary s;
   s.name = detail::model_name(model);
   var x(xt::zeros<float>(input_shape));
-  if constexpr (detail::is_sequential<Model>::value) {
-    detail::summarize_sequential(model, x, "", b, s.layers);
-  } else if constexpr (detail::is_pure_composite_v<Model>) {
-    (void)model(x);
-    detail::summarize_children(model, "", b, s.layers);
-  } else {
-    var y = model(x);
-    layer_profile row;
-    row.name = s.name;
-    b.fill_row(model, row, y.shape());
-    s.layers.push_back(std::move(row));
-  }
+  checked_calls(model, [&] {
+    if constexpr (detail::is_sequential<Model>::value) {
+      detail::summarize_sequential(model, x, "", b, s.layers);
+    } else if constexpr (detail::is_pure_composite_v<Model>) {
+      (void)model(x);
+      detail::summarize_children(model, "", b, s.layers);
+    } else {
+      var y = model(x);
+      layer_profile row;
+      row.name = s.name;
+      b.fill_row(model, row, y.shape());
+      s.layers.push_back(std::move(row));
+    }
+    return 0;
+  });
   set_paths(model);  // parameters built by the pass get their full names
   return s;
 }

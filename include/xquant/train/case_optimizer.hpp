@@ -29,7 +29,7 @@
 #include "../core/error.hpp"
 #include "../core/model.hpp"
 #include "../core/parameter.hpp"
-#include "../core/precision_traits.hpp"
+#include "../core/layer_traits.hpp"
 
 namespace xq {
 
@@ -51,7 +51,7 @@ std::unordered_set<const parameter*> binary_parameter_set(Model& model) {
   std::unordered_set<const parameter*> binary;
   for_each_layer(model, [&](auto& l) {
     using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (has_weight_precisions<L>::value)
+    if constexpr (has_weight_precisions_v<L>)
       for (const auto& [p, bits] : static_cast<const L&>(l).weight_precisions())
         if (p && bits == 1) binary.insert(p.get());
   });

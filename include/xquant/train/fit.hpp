@@ -38,7 +38,7 @@
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
 #include "../core/tensor.hpp"
-#include "../quantizers/model_metrics.hpp"
+#include "../quantizers/model_quantizers.hpp"
 #include "dataset.hpp"
 #include "metrics.hpp"
 #include "progress.hpp"
@@ -62,7 +62,7 @@ struct epoch_record {
   double samples_per_second = 0.0;
   /// The model's quantizer metrics over the epoch's training steps, in model order:
   /// ("flip_ratio/<path>", value), ("gradient_flow/<path>", value) for every quantizer
-  /// that keeps them (quantizers/model_metrics.hpp); empty when none does.
+  /// that keeps them (quantizers/model_quantizers.hpp); empty when none does.
   std::vector<std::pair<std::string, double>> quantizer_metrics;
 };
 
@@ -224,7 +224,9 @@ tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) 
 /// Trains `model` on `train` for `opts.epochs` epochs. Each batch: training mode
 /// on, a fresh tape, forward, `loss(output, targets)`, backward, `opt.step()`,
 /// `opt.zero_grad()`. The same seed (and the same initial weights) gives the
-/// same batches and so bit-identical weights. Returns the per-epoch history.
+/// same batches and so bit-identical weights (for one thread count: see README's
+/// "Threads"). Returns the per-epoch history. The first step checks that the forward
+/// code calls only layers the model reaches through its children (core/layer_call.hpp).
 ///
 /// The quantizers' metrics (flip ratio, gradient flow; those turned on) are reset at
 /// each epoch's start and read at its end, after the training steps and before
@@ -266,7 +268,9 @@ fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train,
       {
         training_mode training(true);
         tape t;
-        var out = model(var(std::move(b.inputs)));
+        // The first step also checks that the forward code calls only the model's children.
+        var out = epoch == 1 && s == 0 ? checked_calls(model, [&] { return model(var(std::move(b.inputs))); })
+                                       : model(var(std::move(b.inputs)));
         var l = loss(out, var(b.targets));
         batch_loss = detail::loss_value(l, "xq::fit");
         if (has_metric) metric_mean.add(opts.metric(out.value(), b.targets), static_cast<double>(count));

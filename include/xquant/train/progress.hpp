@@ -14,7 +14,7 @@
 ///
 /// Loss and metrics are the running means of the epoch so far.
 ///
-/// Quantizer metrics (flip ratio, gradient flow; quantizers/model_metrics.hpp), when
+/// Quantizer metrics (flip ratio, gradient flow; quantizers/model_quantizers.hpp), when
 /// the model keeps some, follow the epoch's last line in both styles, one indented
 /// line each, names aligned, so ten quantizers stay readable:
 ///

@@ -7,10 +7,11 @@
 ///
 ///  - `residual_connection()`: for each `add` the user's spec does not name, the first
 ///    input coming from a conv chain — conv, bn <- conv, activation <- bn <- conv, or
-///    dropout <- activation <- bn <- conv — whose head has no other consumer is left
+///    dropout <- activation <- bn <- conv, by the layers' roles (a function such as
+///    `xq::ops::relu` in the chain counts) — whose head has no other consumer is left
 ///    unquantized and every other input gets a QDQ (TensorRT fuses the add into that
-///    conv, so a QDQ there would only cost).
-///  - `batch_norm_inputs()`: quantizes the input of each batch_norm whose producer is
+///    conv, so a QDQ there would only cost). An add written as `xq::ops::add` is refused.
+///  - `batch_norm_inputs()`: quantizes the input of each batch norm whose producer is
 ///    not a convolution (a conv's batch norm is folded at deployment).
 ///  - `max_pool_inputs()`: quantizes every max_pool2d input.
 ///  - `multiply_inputs(indices)`: quantizes the given inputs of every multiply
@@ -25,7 +26,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../core/error.hpp"
 #include "../core/graph_trace.hpp"
+#include "../core/layer_traits.hpp"
 #include "quantization_spec.hpp"
 
 namespace xq {
@@ -35,18 +38,21 @@ using qdq_case = std::function<void(const graph_trace&, const quantization_spec&
 
 namespace detail {
 
-inline bool is_conv_type(const std::string& type) { return type.find("conv") != std::string::npos; }
-inline bool is_activation_type(const std::string& type) {
-  static const std::unordered_set<std::string> names{"relu", "relu6", "leaky_relu", "sigmoid", "tanh",
-                                                     "swish", "softmax"};
-  return names.count(type) > 0;
-}
+/// One step of a chain pattern: a layer role, or dropout (matched by its type: NVIDIA's
+/// case names Keras's Dropout).
+struct chain_step {
+  layer_role role;
+  const char* type = nullptr;  ///< when set, the type that must match instead of the role
+  bool matches(const traced_call& c) const { return type ? c.type == type : c.role == role; }
+};
 
 /// Whether `head` starts one of the chains of NVIDIA's residual case, walking back
-/// through the expected layer types (dropout, activation, batch_norm) to a conv.
+/// through dropout, an activation and a batch norm to a convolution (roles, so a user's
+/// conv or activation counts when it declares its role; core/layer_traits.hpp).
 inline bool is_conv_chain(const graph_trace& g, const traced_call* head) {
-  static const std::vector<std::vector<std::string>> patterns{
-      {"conv"}, {"batch_norm", "conv"}, {"act", "batch_norm", "conv"}, {"dropout", "act", "batch_norm", "conv"}};
+  const chain_step conv{layer_role::conv}, norm{layer_role::norm}, act{layer_role::activation},
+      drop{layer_role::other, "dropout"};
+  const std::vector<std::vector<chain_step>> patterns{{conv}, {norm, conv}, {act, norm, conv}, {drop, act, norm, conv}};
   for (const auto& pattern : patterns) {
     const traced_call* node = head;
     bool ok = true;
@@ -55,9 +61,7 @@ inline bool is_conv_chain(const graph_trace& g, const traced_call* head) {
         ok = false;
         break;
       }
-      const std::string& want = pattern[i];
-      ok = want == "conv" ? is_conv_type(node->type) : want == "act" ? is_activation_type(node->type)
-                                                                      : node->type == want;
+      ok = pattern[i].matches(*node);
       if (ok && i + 1 < pattern.size())
         node = node->inputs.size() == 1 ? g.producer(node->inputs[0]) : nullptr;
     }
@@ -74,7 +78,13 @@ inline qdq_case residual_connection() {
   return [](const graph_trace& g, const quantization_spec& user, quantization_spec& extra) {
     std::unordered_set<std::string> done;
     for (const auto& call : g.calls()) {
-      if (call.type != "add" || user.names(call.path) || !done.insert(call.path).second) continue;
+      if (call.type != "add") continue;
+      if (call.function)
+        throw argument_error("qdq_cases::residual_connection: " + call.describe(),
+                             "an xq::add layer member listed in XQ_CHILDREN, where the case places QDQ on the "
+                             "add's inputs",
+                             "a function, which has nowhere to keep a quantizer");
+      if (user.names(call.path) || !done.insert(call.path).second) continue;
       std::vector<std::size_t> quantized;
       bool skipped = false;
       for (std::size_t i = 0; i < call.inputs.size(); ++i) {
@@ -93,9 +103,9 @@ inline qdq_case residual_connection() {
 inline qdq_case batch_norm_inputs() {
   return [](const graph_trace& g, const quantization_spec& user, quantization_spec& extra) {
     for (const auto& call : g.calls()) {
-      if (call.type != "batch_norm" || user.names(call.path)) continue;
+      if (call.role != layer_role::norm || call.function || user.names(call.path)) continue;
       const traced_call* parent = call.inputs.empty() ? nullptr : g.producer(call.inputs[0]);
-      if (!parent || !detail::is_conv_type(parent->type)) extra.add(call.path, {true, false});
+      if (!parent || parent->role != layer_role::conv) extra.add(call.path, {true, false});
     }
   };
 }

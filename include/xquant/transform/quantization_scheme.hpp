@@ -27,8 +27,13 @@
 ///    quint8 affine with reduce_range on layer outputs, PyTorch fake-quant numerics;
 ///    the same output placement as tfmot (fused conv-bn-relu quantizes after relu).
 ///
-/// Layers absent from `layers` are never quantized unless a spec names them; a user
-/// layer can be added to a scheme as `scheme.layers["my_layer"] = {...}`.
+/// A layer type absent from `layers` follows its `quantize<L>` specialization: when it
+/// is quantized by default (a user's new layer, unless its specialization says
+/// otherwise; transform/quantize.hpp), the scheme's `unlisted_weighted` or
+/// `unlisted_weightless` placement applies (NVIDIA: its inputs, and its kernel per
+/// channel; tfmot and PyTorch: its kernel and its output); otherwise it is quantized only
+/// where a spec names it. A user layer can also be given its own entry:
+/// `scheme.layers["my_layer"] = {...}`.
 
 #include <map>
 #include <optional>
@@ -55,6 +60,9 @@ struct quantization_scheme {
   std::string name;
   quantizer_config input, weight, output;
   std::map<std::string, layer_defaults> layers;  ///< by layer type ("conv2d")
+  /// Where a layer type the scheme does not list is quantized, when its twin is quantized
+  /// by default: one with a kernel, one without.
+  layer_defaults unlisted_weighted, unlisted_weightless;
   /// A layer's output QDQ is dropped when its single consumer is a batch_norm or an
   /// activation (tfmot's transforms, PyTorch's fusion); applied on a traced pass.
   bool skip_output_before_fused_consumer = false;
@@ -92,6 +100,9 @@ inline quantization_scheme nvidia() {
   // (per row; an embedding's input, ids, never).
   for (const char* t : {"embedding", "tied_projection", "tied_dense"})
     s.layers[t] = detail::defaults(true, true, false, false, true);
+  // A new wrapper is applied like the built-in ones of its kind.
+  s.unlisted_weighted = weighted;
+  s.unlisted_weightless = detail::defaults(true, false, false, true);
   return s;
 }
 
@@ -118,6 +129,8 @@ inline quantization_scheme tfmot() {
   for (const char* t : {"relu", "relu6", "leaky_relu", "swish", "add", "concatenate", "average_pool2d",
                         "global_average_pool2d"})
     s.layers[t] = detail::defaults(false, false, true, true);
+  s.unlisted_weighted = detail::defaults(false, true, true, true, true);
+  s.unlisted_weightless = detail::defaults(false, false, true, true);
   s.skip_output_before_fused_consumer = true;
   return s;
 }
@@ -141,6 +154,8 @@ inline quantization_scheme pytorch() {
   for (const char* t : {"relu", "relu6", "leaky_relu", "swish", "add", "concatenate", "multiply",
                         "average_pool2d", "global_average_pool2d"})
     s.layers[t] = detail::defaults(false, false, true, true);
+  s.unlisted_weighted = detail::defaults(false, true, true, true, true);
+  s.unlisted_weightless = detail::defaults(false, false, true, true);
   s.skip_output_before_fused_consumer = true;
   return s;
 }

@@ -1,8 +1,13 @@
 #pragma once
 /// \file quantization_spec.hpp
 /// `quantization_spec`: the run-time half of quantization, NVIDIA's QuantizationSpec.
-/// Entries name a layer by path ("block_1/conv") or a layer type ("max_pool2d", like
-/// NVIDIA's is_keras_class=True) and say what to quantize there.
+/// Entries name a layer by path ("block_1/conv"), a composite by path ("block_1": every
+/// layer inside it), or a layer type ("max_pool2d", like NVIDIA's is_keras_class=True),
+/// and say what to quantize there. For a layer, the entry naming its own path wins, then
+/// the one naming its nearest enclosing composite, then one naming its type; among
+/// entries naming the same key, the last added. `quantize_model` rejects an entry whose
+/// path names nothing in the model, or whose type no layer has and xquant does not know,
+/// listing what it has.
 ///
 /// \code
 ///   xq::quantization_spec spec;
@@ -54,19 +59,30 @@ class quantization_spec {
     return *this;
   }
 
-  /// The entry for a layer: the last one naming its path, else the last naming its type.
+  /// The entry for a layer (see the file comment): its path, else its nearest enclosing
+  /// composite's, else its type.
   const entry* find(const std::string& path, const std::string& type) const {
     const entry* by_type = nullptr;
+    const entry* by_prefix = nullptr;
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-      if (!it->by_type && it->key == path) return &*it;
-      if (it->by_type && it->key == type && !by_type) by_type = &*it;
+      if (it->by_type) {
+        if (it->key == type && !by_type) by_type = &*it;
+        continue;
+      }
+      if (it->key == path) return &*it;
+      if (encloses(it->key, path) && (!by_prefix || it->key.size() > by_prefix->key.size())) by_prefix = &*it;
     }
-    return by_type;
+    return by_prefix ? by_prefix : by_type;
   }
-  /// Whether some entry names this path.
+  /// Whether `composite` is a proper prefix of `path` at a '/' ("block" encloses "block/conv").
+  static bool encloses(const std::string& composite, const std::string& path) {
+    return !composite.empty() && path.size() > composite.size() && path.compare(0, composite.size(), composite) == 0 &&
+           path[composite.size()] == '/';
+  }
+  /// Whether some entry names this path or a composite enclosing it.
   bool names(const std::string& path) const {
     for (const auto& e : entries_)
-      if (!e.by_type && e.key == path) return true;
+      if (!e.by_type && (e.key == path || encloses(e.key, path))) return true;
     return false;
   }
 

@@ -10,6 +10,7 @@
 ///    \code
 ///      template <> struct xq::quantize<my::channel_shuffle> {
 ///        using type = xq::input_quantized<my::channel_shuffle>;   // apply: type(layer)
+///        static constexpr bool quantized_by_default = true;        // optional; true if absent
 ///      };
 ///    \endcode
 ///  - a composite (a layer with children, see children.hpp) that is a class template
@@ -26,6 +27,7 @@
 #include <utility>
 
 #include "../core/children.hpp"
+#include "../core/layer_traits.hpp"
 
 namespace xq {
 
@@ -53,7 +55,7 @@ struct rebind_children<Composite<Args...>, void> {
 
 /// The default for every type without a specialization: composites are rebuilt,
 /// anything else has no twin (and no `type`, so detection works).
-template <class Layer, bool = has_children_v<Layer>, class = void>
+template <class Layer, bool = has_child_tuple_v<Layer>, class = void>
 struct default_quantize {};
 
 template <class Layer>
@@ -77,6 +79,20 @@ template <class Layer>
 struct is_quantizable<Layer, std::void_t<typename quantize<Layer>::type>> : std::true_type {};
 template <class Layer>
 inline constexpr bool is_quantizable_v = is_quantizable<Layer>::value;
+
+/// Whether the twin of `Layer` is quantized by default when the scheme does not list its
+/// type: `quantize<Layer>::quantized_by_default` when the specialization states it, else
+/// true — NVIDIA's procedure: defining a layer's wrapper registers it. (The built-in
+/// layers outside NVIDIA's matrix state false: their twins exist so that a traced pass
+/// sees them, and a spec can still turn them on.) What "on" places is the scheme's
+/// `unlisted_weighted` or `unlisted_weightless` default.
+template <class Layer, class = void>
+struct quantized_by_default : std::true_type {};
+template <class Layer>
+struct quantized_by_default<Layer, std::void_t<decltype(quantize<Layer>::quantized_by_default)>>
+    : std::bool_constant<quantize<Layer>::quantized_by_default> {};
+template <class Layer>
+inline constexpr bool quantized_by_default_v = quantized_by_default<Layer>::value;
 
 namespace detail {
 
@@ -137,11 +153,10 @@ quantize_t<Layer> quantize_layer(const Layer& layer) {
 
 namespace detail {
 
-template <class T, class = void>
-struct has_settable_name : std::false_type {};
 template <class T>
-struct has_settable_name<T, std::void_t<decltype(std::declval<T&>().name(std::declval<const T&>().name()))>>
-    : std::true_type {};
+using settable_name_op = decltype(std::declval<T&>().name(std::declval<const T&>().name()));
+template <class T>
+struct has_settable_name : detect<T, settable_name_op> {};
 
 template <class Layer>
 auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::type>>::apply(
@@ -149,6 +164,13 @@ auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::
   if constexpr (std::is_constructible_v<type, const Layer&> && !std::is_same_v<type, Layer>) {
     return type(composite);
   } else {
+    static_assert(std::is_default_constructible_v<type> || !std::is_default_constructible_v<Layer>,
+                  "xquant: the float composite can be default-constructed but its quantized twin cannot: "
+                  "a constructor or default member initializer of the composite builds a child from a "
+                  "layer object of a fixed float type (e.g. `Inner inner{inner<>(16)};` where Inner is a "
+                  "template parameter), and the twin's child type cannot be made from it. Build each "
+                  "child from arguments both child types take (`Inner inner{16};`), or give the "
+                  "composite a constructor from the float composite.");
     static_assert(std::is_default_constructible_v<type>,
                   "xquant: the quantized twin of this composite is built by default construction "
                   "and then given its children's twins; give the composite a default constructor "

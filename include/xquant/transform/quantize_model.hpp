@@ -7,14 +7,25 @@
 ///     the same parameter objects (training the twin trains the float model's weights).
 ///  2. If anything needs the graph (QDQ cases, batch-norm folding, per-call-site
 ///     ranges, a scheme's output fusion rule), the twin runs once on a sample input
-///     under a `graph_trace`, in inference mode, recording nothing.
+///     under a `graph_trace`, in inference mode, recording nothing. The pass also checks
+///     that the forward code calls no layer the model does not reach through its
+///     children (core/layer_call.hpp).
 ///  3. Cases add spec entries; every wrapper then gets its settings:
-///       - `full`: layers the spec names follow their entry, the others the scheme's
-///         defaults (layers off by default stay off);
-///       - `partial`: only the layers the spec names (by path or type) are quantized.
-///     A spec entry that names no layer is an error that lists the model's layers.
+///       - `full`: layers the spec names (by path, by an enclosing composite's path, or by
+///         type) follow their entry, the others the scheme's defaults — for a type the
+///         scheme does not list, its `quantize<L>` specialization's default
+///         (transform/quantize.hpp);
+///       - `partial`: only the layers the spec names are quantized.
+///     A spec entry whose path names nothing in the model, or whose type is neither in
+///     the model nor known to xquant, is an error listing what there is.
 ///  4. Batch norms fed by a conv2d/depthwise_conv2d/dense (whose output goes nowhere
 ///     else) are folded into it when `fold_batch_norm` is on.
+///  5. A function with a layer form (`xq::ops::relu`, `xq::ops::add`) called by forward
+///     code is a node of the traced graph like its layer: NVIDIA's residual case sees a
+///     conv -> bn -> ops::relu chain as it sees conv -> bn -> relu. Where the scheme or the
+///     spec would put a quantizer on such a function (tfmot and PyTorch quantize a relu's
+///     output), `quantize_model` refuses, naming the function and saying which layer to
+///     use instead: a function has nowhere to keep a quantizer.
 ///
 /// \code
 ///   auto qat = xq::quantize_model(model, {}, xq::tensor::shape_type{1, 28, 28, 1});
@@ -32,18 +43,20 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/graph_trace.hpp"
+#include "../core/layer_traits.hpp"
 #include "../core/mode.hpp"
 #include "../core/model.hpp"
 #include "../core/tape.hpp"
+#include "../quantizers/model_quantizers.hpp"
 #include "../wrappers/batch_norm_folding.hpp"
-#include "../core/graph_trace.hpp"
+#include "../wrappers/quantized_batch_norm.hpp"
+#include "../wrappers/weight_quantized.hpp"
 #include "qdq_cases.hpp"
 #include "quantization_scheme.hpp"
 #include "quantization_spec.hpp"
 #include "quantize.hpp"
-#include "../wrappers/quantized_batch_norm.hpp"
 #include "registry.hpp"
-#include "../wrappers/weight_quantized.hpp"
 
 namespace xq {
 
@@ -66,7 +79,8 @@ struct quantize_options {
   bool per_call_site_ranges = false;
 };
 
-/// Whether `T` is a quantized wrapper (has `configure(wrapper_settings)`).
+/// Whether `T` is an NVIDIA-style wrapper that `quantize_model` configures (has
+/// `configure(wrapper_settings)`).
 template <class T, class = void>
 struct is_quantize_wrapper : std::false_type {};
 template <class T>
@@ -74,15 +88,6 @@ struct is_quantize_wrapper<T, std::void_t<decltype(std::declval<T&>().configure(
     : std::true_type {};
 template <class T>
 inline constexpr bool is_quantize_wrapper_v = is_quantize_wrapper<T>::value;
-
-/// Calls `f(quantizer)` for every fake_quantizer of a quantized model.
-template <class Model, class F>
-void for_each_quantizer(Model& model, F&& f) {
-  for_each_layer(model, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (is_quantize_wrapper_v<L>) l.for_each_quantizer(f);
-  });
-}
 
 /// Re-aligns per-call-site quantizers after a pass that stopped half-way.
 template <class Model>
@@ -95,21 +100,11 @@ void reset_call_sites(Model& model) {
 
 namespace detail {
 
-template <class T, class = void>
-struct has_fold : std::false_type {};
-template <class T>
-struct has_fold<T, std::void_t<decltype(std::declval<T&>().fold(std::shared_ptr<batch_norm_fold>()))>>
-    : std::true_type {};
-
-template <class T, class = void>
-struct has_weight_quantizer : std::false_type {};
-template <class T>
-struct has_weight_quantizer<T, std::void_t<decltype(std::declval<T&>().weight_quantizer())>> : std::true_type {};
-
 /// What the passes need of one wrapper, type-erased (valid while the model is not moved).
 struct wrapper_handle {
   std::string path, type;
   bool has_weight = false;
+  bool on_by_default = false;  ///< `quantized_by_default` of the float layer's type
   std::function<void(const wrapper_settings&)> configure;
   std::function<void(std::size_t)> set_call_sites;
   std::function<void(std::shared_ptr<batch_norm_fold>)> fold;  // weighted layers and batch norms
@@ -122,12 +117,16 @@ std::vector<wrapper_handle> wrapper_handles(Model& model) {
   for_each_layer(model, [&](auto& l) {
     using L = std::remove_reference_t<decltype(l)>;
     if constexpr (is_quantize_wrapper_v<L>) {
+      using F = typename L::float_layer_type;
       wrapper_handle h;
       h.path = l.path();
       h.type = L::layer_type();
+      h.has_weight = is_weighted_layer_v<F>;
+      h.on_by_default = quantized_by_default_v<F>;
       h.configure = [&l](const wrapper_settings& s) { l.configure(s); };
       h.set_call_sites = [&l](std::size_t n) { l.set_call_sites(n); };
-      if constexpr (has_fold<L>::value) h.fold = [&l](std::shared_ptr<batch_norm_fold> f) { l.fold(std::move(f)); };
+      if constexpr (is_weighted_layer_v<F> || std::is_same_v<L, quantized_batch_norm>)
+        h.fold = [&l](std::shared_ptr<batch_norm_fold> f) { l.fold(std::move(f)); };
       if constexpr (std::is_same_v<L, quantized_batch_norm>) {
         h.make_fold = [&l]() {
           const batch_norm& bn = l.float_layer();
@@ -138,17 +137,28 @@ std::vector<wrapper_handle> wrapper_handles(Model& model) {
           return f;
         };
       }
-      h.has_weight = has_weight_quantizer<L>::value;
       out.push_back(std::move(h));
     }
   });
   return out;
 }
 
-inline std::string layer_list(const std::vector<std::string>& paths) {
+inline std::string layer_list(const std::vector<std::string>& items) {
   std::string s;
-  for (const auto& p : paths) s += (s.empty() ? "" : ", ") + p;
+  for (const auto& p : items) s += (s.empty() ? "" : ", ") + p;
   return s;
+}
+
+/// The scheme's entry for a layer type, or its placement for a type it does not list.
+struct scheme_placement {
+  const layer_defaults* defaults;
+  bool on;  ///< quantized in full mode without a spec entry
+};
+inline scheme_placement placement_for(const quantization_scheme& scheme, const std::string& type, bool has_weight,
+                                      bool on_by_default) {
+  const auto d = scheme.layers.find(type);
+  if (d != scheme.layers.end()) return {&d->second, d->second.enabled_by_default};
+  return {has_weight ? &scheme.unlisted_weighted : &scheme.unlisted_weightless, on_by_default};
 }
 
 inline wrapper_settings settings_for(const wrapper_handle& w, const quantize_options& o,
@@ -157,24 +167,21 @@ inline wrapper_settings settings_for(const wrapper_handle& w, const quantize_opt
   s.input = o.scheme.input;
   s.weight = o.scheme.weight;
   s.output = o.scheme.output;
-  const auto d = o.scheme.layers.find(w.type);
-  const layer_defaults* defaults = d == o.scheme.layers.end() ? nullptr : &d->second;
-  if (defaults) {
-    s.weight.per_channel = defaults->per_channel_weight;
-    if (defaults->weight_channel_axis) s.weight.channel_axis = *defaults->weight_channel_axis;
-  }
+  const scheme_placement p = placement_for(o.scheme, w.type, w.has_weight, w.on_by_default);
+  s.weight.per_channel = p.defaults->per_channel_weight;
+  s.weight_channel_axis = p.defaults->weight_channel_axis;
   const quantization_spec::entry* e = spec.find(w.path, w.type);
   if (e) {
     s.quantize_input = e->what.quantize_input;
     s.quantize_weight = w.has_weight && e->what.quantize_weight;
-    s.quantize_output = e->what.quantize_output.value_or(defaults && defaults->quantize_output);
+    s.quantize_output = e->what.quantize_output.value_or(p.defaults->quantize_output);
     s.input_indices = e->what.quantization_index;
     if (e->what.num_bits) s.input.num_bits = s.weight.num_bits = s.output.num_bits = *e->what.num_bits;
     if (e->what.per_channel) s.weight.per_channel = *e->what.per_channel;
-  } else if (o.mode == quantization_mode::full && defaults && defaults->enabled_by_default) {
-    s.quantize_input = defaults->quantize_input;
-    s.quantize_weight = w.has_weight && defaults->quantize_weight;
-    s.quantize_output = defaults->quantize_output;
+  } else if (o.mode == quantization_mode::full && p.on) {
+    s.quantize_input = p.defaults->quantize_input;
+    s.quantize_weight = w.has_weight && p.defaults->quantize_weight;
+    s.quantize_output = p.defaults->quantize_output;
   }
   s.per_call_site = o.per_call_site_ranges;
   return s;
@@ -182,6 +189,64 @@ inline wrapper_settings settings_for(const wrapper_handle& w, const quantize_opt
 
 inline bool needs_trace(const quantize_options& o) {
   return !o.cases.empty() || o.fold_batch_norm || o.per_call_site_ranges || o.scheme.skip_output_before_fused_consumer;
+}
+
+/// Every user spec entry must name something: a path of the model (a layer, or a
+/// composite enclosing some), or a layer type the model has or xquant knows.
+inline void check_spec(const quantization_spec& spec, const std::vector<std::string>& paths,
+                       const std::vector<wrapper_handle>& handles, const quantization_scheme& scheme) {
+  std::set<std::string> types(builtin_layer_types().begin(), builtin_layer_types().end());
+  for (const auto& h : handles) types.insert(h.type);
+  for (const auto& [t, d] : scheme.layers) types.insert(t);
+  for (const auto& e : spec.entries()) {
+    if (e.by_type) {
+      if (types.count(e.key) == 0)
+        throw argument_error("quantize_model: quantization_spec type entry \"" + e.key + "\"",
+                             "the type name of a layer of the model or of a layer xquant knows: " +
+                                 layer_list(std::vector<std::string>(types.begin(), types.end())),
+                             "a type name no layer has");
+      continue;
+    }
+    const bool found = std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
+      return p == e.key || quantization_spec::encloses(e.key, p);
+    });
+    if (!found)
+      throw argument_error("quantize_model: quantization_spec entry \"" + e.key + "\"",
+                           "the path of a layer of the model, or of a composite holding some: " + layer_list(paths),
+                           "no layer with that path");
+  }
+}
+
+/// The layer a function should be replaced with, for the error message.
+inline std::string layer_for_function(const std::string& type) { return "xq::" + type; }
+
+/// Refuses a traced function call (xq::ops::relu(x)) on which the scheme or the spec
+/// would place a quantizer: it has nowhere to keep one (see the file comment).
+inline void check_function_calls(const graph_trace& g, const quantize_options& o, const quantization_spec& spec) {
+  for (const auto& call : g.calls()) {
+    if (!call.function) continue;
+    const quantization_spec::entry* by_type = spec.find("", call.type);
+    bool wanted = by_type && (by_type->what.quantize_input || by_type->what.quantize_output.value_or(false));
+    std::string why = by_type ? "the spec names its type \"" + call.type + "\"" : "";
+    if (!wanted && o.mode == quantization_mode::full) {
+      const auto d = o.scheme.layers.find(call.type);
+      if (d != o.scheme.layers.end() && d->second.enabled_by_default &&
+          (d->second.quantize_input || d->second.quantize_output)) {
+        wanted = true;
+        why = "the " + o.scheme.name + " scheme quantizes the " + (d->second.quantize_output ? "output" : "input") +
+              " of a " + call.type;
+      }
+    }
+    if (!wanted) continue;
+    std::string from = "the model's input";
+    if (!call.inputs.empty())
+      if (const traced_call* p = g.producer(call.inputs[0])) from = p->describe();
+    throw argument_error(
+        "quantize_model: " + call.describe() + " applied to the output of " + from,
+        "a layer where a quantizer goes (" + why + "): call an " + layer_for_function(call.type) +
+            " member listed in XQ_CHILDREN instead of xq::ops::" + call.type,
+        "a function, which has nowhere to keep a quantizer");
+  }
 }
 
 /// Batch norms to fold: (weighted wrapper path, batch norm path) pairs where every call
@@ -193,9 +258,9 @@ inline std::vector<std::pair<std::string, std::string>> fold_pairs(const graph_t
   std::map<std::string, std::set<std::string>> producers_of_bn, consumers_of_layer;
   std::set<std::string> rejected;
   for (const auto& call : g.calls()) {
-    if (call.type != "batch_norm") continue;
+    if (call.role != layer_role::norm || call.function || !by_path.count(call.path)) continue;
     const traced_call* p = call.inputs.size() == 1 ? g.producer(call.inputs[0]) : nullptr;
-    const auto h = p ? by_path.find(p->path) : by_path.end();
+    const auto h = p && !p->function ? by_path.find(p->path) : by_path.end();
     if (!p || h == by_path.end() || !h->second->has_weight || !h->second->fold ||
         g.consumers(p->output).size() != 1) {
       rejected.insert(call.path);
@@ -208,7 +273,7 @@ inline std::vector<std::pair<std::string, std::string>> fold_pairs(const graph_t
       if (const traced_call* p = g.producer(in)) consumers_of_layer[p->path].insert(call.path);
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& [bn, producers] : producers_of_bn) {
-    if (rejected.count(bn) || producers.size() != 1) continue;
+    if (rejected.count(bn) || producers.size() != 1 || !by_path.at(bn)->make_fold) continue;
     const std::string& conv = *producers.begin();
     if (consumers_of_layer[conv].size() != 1) continue;  // every call of the conv feeds this bn
     pairs.emplace_back(conv, bn);
@@ -226,7 +291,10 @@ void configure_twin(Twin& twin, const quantize_options& o, SampleCall&& sample_c
     {
       const no_grad nothing_recorded;
       const training_mode inference(false);
-      sample_call(twin);
+      checked_calls(twin, [&] {
+        sample_call(twin);
+        return 0;
+      });
     }
     set_paths(twin);  // the pass built lazy layers: name their parameters
   } else if (!o.cases.empty() || o.fold_batch_norm || o.per_call_site_ranges) {
@@ -235,38 +303,31 @@ void configure_twin(Twin& twin, const quantize_options& o, SampleCall&& sample_c
                          "batch-norm folding and per-call-site ranges need",
                          "none");
   }
+  std::vector<std::string> paths;
+  for_each_layer(twin, [&](auto& l) {
+    using L = std::remove_reference_t<decltype(l)>;
+    if constexpr (has_set_path_v<L> && !is_quantizer_v<L>) paths.push_back(l.path());
+  });
+  check_spec(o.spec, paths, handles, o.scheme);
   quantization_spec spec = o.spec;
   if (trace) {
     quantization_spec extra;
     for (const auto& c : o.cases) c(*trace, o.spec, extra);
     spec.append(extra);
+    check_function_calls(*trace, o, spec);
   }
   if (o.mode == quantization_mode::partial && spec.empty())
     throw argument_error("quantize_model", "a quantization_spec naming the layers to quantize in partial mode",
                          "an empty spec");
-  // Every named entry must name a layer.
-  std::vector<std::string> paths;
-  for_each_layer(twin, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (detail::has_set_path<L>::value) paths.push_back(l.path());
-  });
-  for (const auto& e : o.spec.entries()) {
-    if (e.by_type) continue;
-    if (std::find(paths.begin(), paths.end(), e.key) == paths.end())
-      throw argument_error("quantize_model: quantization_spec entry \"" + e.key + "\"",
-                           "the path of a layer of the model: " + layer_list(paths), "no layer with that path");
-  }
-  for (const auto& h : handles) {
-    wrapper_settings s = settings_for(h, o, spec);
-    h.configure(s);
-  }
+  for (const auto& h : handles) h.configure(settings_for(h, o, spec));
   if (!trace) return;
   if (o.scheme.skip_output_before_fused_consumer) {
     std::map<std::string, bool> keep_output;  // false once a call's single consumer fuses
     for (const auto& call : trace->calls()) {
+      if (call.function) continue;
       const auto users = trace->consumers(call.output);
-      const bool fused = users.size() == 1 &&
-                         (users[0]->type == "batch_norm" || detail::is_activation_type(users[0]->type));
+      const bool fused =
+          users.size() == 1 && (users[0]->role == layer_role::norm || users[0]->role == layer_role::activation);
       if (fused) keep_output[call.path] = false;
       else keep_output.emplace(call.path, true);
     }

@@ -12,10 +12,15 @@
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
 /// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
 ///
-/// Which of a twin's quantizers are on is not decided here but by the scheme
-/// (quantization_scheme.hpp: NVIDIA's supported-layer matrix by default) and the
-/// spec. Every layer that can feed a QDQ placement decision is wrapped, so a traced
-/// pass sees activations and dropout in a conv -> bn -> relu chain.
+/// Where the built-in twins are quantized is the scheme's decision (quantization_scheme.hpp:
+/// NVIDIA's supported-layer matrix by default), and a spec's over it: they are registered
+/// with `quantized_by_default = false`, so a scheme that does not list a built-in type
+/// leaves it alone. (A user's specialization that says nothing is quantized by default,
+/// NVIDIA's rule for a new wrapper.) Every layer that can feed a QDQ placement decision is
+/// wrapped, so a traced pass sees activations and dropout in a conv -> bn -> relu chain.
+
+#include <string>
+#include <vector>
 
 #include "../layers/activation.hpp"
 #include "../layers/add.hpp"
@@ -32,57 +37,65 @@
 #include "../layers/global_max_pool2d.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/multiply.hpp"
-#include "../wrappers/quant_conv2d.hpp"
-#include "../wrappers/quant_dense.hpp"
-#include "../wrappers/quant_depthwise_conv2d.hpp"
-#include "../wrappers/quant_separable_conv2d.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/sequential.hpp"
 #include "../layers/tied_dense.hpp"
 #include "../layers/tied_projection.hpp"
 #include "../wrappers/input_quantized.hpp"
 #include "../wrappers/inputs_quantized.hpp"
-#include "quantize.hpp"
+#include "../wrappers/quant_conv2d.hpp"
+#include "../wrappers/quant_dense.hpp"
+#include "../wrappers/quant_depthwise_conv2d.hpp"
+#include "../wrappers/quant_separable_conv2d.hpp"
 #include "../wrappers/quantized_batch_norm.hpp"
 #include "../wrappers/weight_quantized.hpp"
+#include "quantize.hpp"
 
 namespace xq {
 
-template <> struct quantize<conv2d> { using type = weight_quantized<conv2d>; };
-template <> struct quantize<dense> { using type = weight_quantized<dense>; };
-template <> struct quantize<depthwise_conv2d> { using type = weight_quantized<depthwise_conv2d>; };
+/// A built-in registration: the twin `Twin`, quantized by default (for a scheme that
+/// does not list the type) or not.
+template <class Twin, bool On>
+struct registered_twin {
+  using type = Twin;
+  static constexpr bool quantized_by_default = On;
+};
+
+template <> struct quantize<conv2d> : registered_twin<weight_quantized<conv2d>, false> {};
+template <> struct quantize<dense> : registered_twin<weight_quantized<dense>, false> {};
+template <> struct quantize<depthwise_conv2d> : registered_twin<weight_quantized<depthwise_conv2d>, false> {};
 /// NVIDIA quantizes depthwise kernels (KH, KW, C, M) per input channel C (axis 2).
 template <> struct kernel_channel_axis<depthwise_conv2d> : std::integral_constant<int, 2> {};
 
-template <> struct quantize<batch_norm> { using type = quantized_batch_norm; };
+template <> struct quantize<batch_norm> : registered_twin<quantized_batch_norm, false> {};
 
-template <> struct quantize<average_pool2d> { using type = input_quantized<average_pool2d>; };
-template <> struct quantize<global_average_pool2d> { using type = input_quantized<global_average_pool2d>; };
-template <> struct quantize<max_pool2d> { using type = input_quantized<max_pool2d>; };
-template <> struct quantize<global_max_pool2d> { using type = input_quantized<global_max_pool2d>; };
-template <> struct quantize<relu> { using type = input_quantized<relu>; };
-template <> struct quantize<relu6> { using type = input_quantized<relu6>; };
-template <> struct quantize<leaky_relu> { using type = input_quantized<leaky_relu>; };
-template <> struct quantize<sigmoid> { using type = input_quantized<sigmoid>; };
-template <> struct quantize<tanh> { using type = input_quantized<tanh>; };
-template <> struct quantize<swish> { using type = input_quantized<swish>; };
-template <> struct quantize<softmax> { using type = input_quantized<softmax>; };
-template <> struct quantize<flatten> { using type = input_quantized<flatten>; };
-template <> struct quantize<reshape> { using type = input_quantized<reshape>; };
-template <> struct quantize<dropout> { using type = input_quantized<dropout>; };
+template <> struct quantize<average_pool2d> : registered_twin<input_quantized<average_pool2d>, false> {};
+template <> struct quantize<global_average_pool2d> : registered_twin<input_quantized<global_average_pool2d>, false> {};
+template <> struct quantize<max_pool2d> : registered_twin<input_quantized<max_pool2d>, false> {};
+template <> struct quantize<global_max_pool2d> : registered_twin<input_quantized<global_max_pool2d>, false> {};
+template <> struct quantize<relu> : registered_twin<input_quantized<relu>, false> {};
+template <> struct quantize<relu6> : registered_twin<input_quantized<relu6>, false> {};
+template <> struct quantize<leaky_relu> : registered_twin<input_quantized<leaky_relu>, false> {};
+template <> struct quantize<sigmoid> : registered_twin<input_quantized<sigmoid>, false> {};
+template <> struct quantize<tanh> : registered_twin<input_quantized<tanh>, false> {};
+template <> struct quantize<swish> : registered_twin<input_quantized<swish>, false> {};
+template <> struct quantize<softmax> : registered_twin<input_quantized<softmax>, false> {};
+template <> struct quantize<flatten> : registered_twin<input_quantized<flatten>, false> {};
+template <> struct quantize<reshape> : registered_twin<input_quantized<reshape>, false> {};
+template <> struct quantize<dropout> : registered_twin<input_quantized<dropout>, false> {};
 
-template <> struct quantize<add> { using type = inputs_quantized<add>; };
-template <> struct quantize<concatenate> { using type = inputs_quantized<concatenate>; };
-template <> struct quantize<multiply> { using type = inputs_quantized<multiply>; };
+template <> struct quantize<add> : registered_twin<inputs_quantized<add>, false> {};
+template <> struct quantize<concatenate> : registered_twin<inputs_quantized<concatenate>, false> {};
+template <> struct quantize<multiply> : registered_twin<inputs_quantized<multiply>, false> {};
 
 /// Each use of a tied table has its own kernel quantizer: the embedding's lookup and
 /// the tied projection are quantized (or not) separately, one weight either way. Both
 /// quantize the table per row (axis 0: a token's vector, the projection's output channel).
-template <> struct quantize<embedding> { using type = weight_quantized<embedding>; };
+template <> struct quantize<embedding> : registered_twin<weight_quantized<embedding>, false> {};
 template <> struct kernel_channel_axis<embedding> : std::integral_constant<int, 0> {};
 template <> struct quantizable_input<embedding> : std::false_type {};  // ids
-template <> struct quantize<tied_projection> { using type = weight_quantized<tied_projection>; };
-template <> struct quantize<tied_dense> { using type = weight_quantized<tied_dense>; };
+template <> struct quantize<tied_projection> : registered_twin<weight_quantized<tied_projection>, false> {};
+template <> struct quantize<tied_dense> : registered_twin<weight_quantized<tied_dense>, false> {};
 template <> struct kernel_channel_axis<tied_projection> : std::integral_constant<int, 0> {};
 
 /// A sequential's twin is the sequential of its layers' twins, with the same names.
@@ -116,5 +129,16 @@ template <class InputQ, class DepthwiseQ, class PointwiseQ>
 struct quantize<quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>> {
   using type = quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>;
 };
+
+/// The type names of the built-in layers (for the error about an unknown
+/// `quantization_spec::add_type` name; a user's layer is known by being in the model).
+inline const std::vector<std::string>& builtin_layer_types() {
+  static const std::vector<std::string> names{
+      "conv2d",     "dense",   "depthwise_conv2d", "batch_norm",  "average_pool2d", "global_average_pool2d",
+      "max_pool2d", "global_max_pool2d", "relu",   "relu6",       "leaky_relu",     "sigmoid",
+      "tanh",       "swish",   "softmax",          "flatten",     "reshape",        "dropout",
+      "add",        "concatenate", "multiply",     "embedding",   "tied_projection", "tied_dense"};
+  return names;
+}
 
 }  // namespace xq

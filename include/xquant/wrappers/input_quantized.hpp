@@ -2,8 +2,8 @@
 /// \file input_quantized.hpp
 /// `input_quantized<L>`: the quantized twin of a single-input layer without weights
 /// (NVIDIA's NonWeightedBaseQuantizeWrapper): a QDQ on the input, then the float layer.
-/// The default registry uses it for the pools, batch_norm, the activations, flatten,
-/// reshape and dropout; whether its QDQ is on comes from the scheme and the spec.
+/// The default registry uses it for the pools, the activations, flatten, reshape and
+/// dropout; whether its QDQ is on comes from the scheme and the spec.
 ///
 /// A new weightless layer gets a twin with one line:
 /// \code
@@ -12,17 +12,23 @@
 ///   };
 /// \endcode
 /// `L` must be callable as `var operator()(const var&)` and have name(), path(),
-/// set_path() and parameters() (what `xq::layer<L>` gives).
+/// set_path() and parameters() (what `xq::layer<L>` gives). `Derived` is for a twin that
+/// extends this one (quantized_batch_norm.hpp): it then gets the calls.
 
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <utility>
 
-#include "quantize_wrapper.hpp"
+#include "qdq_wrapper.hpp"
 
 namespace xq {
 
-template <class Layer>
-class input_quantized : public quantize_wrapper<input_quantized<Layer>, Layer> {
-  using base = quantize_wrapper<input_quantized<Layer>, Layer>;
+template <class Layer, class Derived = void>
+class input_quantized
+    : public qdq_wrapper<std::conditional_t<std::is_void_v<Derived>, input_quantized<Layer>, Derived>, Layer> {
+  using self_type = std::conditional_t<std::is_void_v<Derived>, input_quantized<Layer>, Derived>;
+  using base = qdq_wrapper<self_type, Layer>;
   friend base;
 
  public:
@@ -30,34 +36,34 @@ class input_quantized : public quantize_wrapper<input_quantized<Layer>, Layer> {
   /// The twin of `layer`, sharing its parameters.
   explicit input_quantized(Layer layer) : base(std::move(layer)) { this->set_path(this->layer_.path()); }
 
-  var operator()(const var& x) { return this->finish({x}, this->layer_(input_(x))); }
+  var call(const var& x) { return this->finish(this->layer_(input_(x))); }
 
   site_quantizers& input_quantizer() noexcept { return input_; }
   const site_quantizers& input_quantizer() const noexcept { return input_; }
 
-  void configure(const wrapper_settings& s) {
-    this->configure_output(s);
-    input_.configure(s.input, s.quantize_input);
-  }
-  void set_call_sites(std::size_t n) {
-    input_.set_call_sites(n);
-    this->output_.set_call_sites(n);
-  }
-  void reset_call_sites() {
-    input_.reset_call_sites();
-    this->output_.reset_call_sites();
+  /// The input quantizer's precision while it is on (the summary's input precision).
+  std::optional<int> input_precision() const { return declared_precision(input_.site()); }
+
+  template <class F>
+  void visit_children(F&& f) {
+    input_.visit("input_quantizer", f);
+    this->output_.visit("output_quantizer", f);
   }
   template <class F>
-  void for_each_quantizer(F&& f) {
-    input_.for_each(f);
-    this->output_.for_each(f);
+  void visit_children(F&& f) const {
+    input_.visit("input_quantizer", f);
+    this->output_.visit("output_quantizer", f);
   }
 
  protected:
-  site_quantizers input_;
+  void configure_sites(const wrapper_settings& s) { input_.configure(s.input, s.quantize_input); }
+  template <class F>
+  void for_each_site_list(F&& f) {
+    f(input_);
+    f(this->output_);
+  }
 
- private:
-  void name_quantizers(const std::string& p) { input_.set_path(p + "/input_quantizer"); }
+  site_quantizers input_;
 };
 
 }  // namespace xq

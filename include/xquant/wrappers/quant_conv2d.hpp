@@ -32,14 +32,14 @@
 
 #include "../core/children.hpp"
 #include "../layers/conv2d.hpp"
-#include "quant_layer_base.hpp"
+#include "../quantizers/no_quantizer.hpp"
+#include "quant_window_layer.hpp"
 
 namespace xq {
 
 template <class InputQ = no_quantizer, class KernelQ = no_quantizer>
-class quant_conv2d : public detail::quant_window_layer_base<quant_conv2d<InputQ, KernelQ>, conv2d> {
-  using base = detail::quant_window_layer_base<quant_conv2d<InputQ, KernelQ>, conv2d>;
-  friend detail::quant_layer_base<quant_conv2d<InputQ, KernelQ>, conv2d>;  // calls name_quantizers
+class quant_conv2d : public detail::quant_window_layer<quant_conv2d<InputQ, KernelQ>, conv2d> {
+  using base = detail::quant_window_layer<quant_conv2d<InputQ, KernelQ>, conv2d>;
 
  public:
   InputQ input_quantizer;
@@ -53,11 +53,11 @@ class quant_conv2d : public detail::quant_window_layer_base<quant_conv2d<InputQ,
       : base(conv2d(filters, kernel_size).name("quant_conv2d")), input_quantizer(std::move(input_q)),
         kernel_quantizer(std::move(kernel_q)) {
     adopt_kernel_quantizer_metrics(kernel_quantizer);
-    name_quantizers(this->path());
+    this->set_path(this->path());
   }
 
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     this->ensure_built(x);
     const var in = input_quantizer(x);
     const var kernel = kernel_quantizer(var(this->layer_.kernel()));
@@ -69,19 +69,11 @@ class quant_conv2d : public detail::quant_window_layer_base<quant_conv2d<InputQ,
   /// The layer's own parameters with their bit widths: the kernel's quantizer's
   /// precision (32 without one), the bias 32 (empty until built).
   std::vector<std::pair<parameter_ptr, int>> weight_precisions() const {
-    std::vector<std::pair<parameter_ptr, int>> out;
-    if (this->kernel()) out.emplace_back(this->kernel(), weight_bitwidth(kernel_quantizer));
-    if (this->bias()) out.emplace_back(this->bias(), 32);
-    return out;
+    return this->weight_precisions_for(kernel_quantizer);
   }
 
   std::size_t filters() const noexcept { return this->layer_.filters(); }
 
- private:
-  void name_quantizers(const std::string& p) {
-    detail::set_quantizer_path(input_quantizer, p + "/input_quantizer");
-    detail::set_quantizer_path(kernel_quantizer, p + "/kernel_quantizer");
-  }
 };
 
 }  // namespace xq

@@ -28,14 +28,14 @@
 
 #include "../core/children.hpp"
 #include "../layers/dense.hpp"
-#include "quant_layer_base.hpp"
+#include "../quantizers/no_quantizer.hpp"
+#include "wrapped_layer.hpp"
 
 namespace xq {
 
 template <class InputQ = no_quantizer, class KernelQ = no_quantizer>
-class quant_dense : public detail::quant_layer_base<quant_dense<InputQ, KernelQ>, dense> {
-  using base = detail::quant_layer_base<quant_dense<InputQ, KernelQ>, dense>;
-  friend base;
+class quant_dense : public wrapped_layer<quant_dense<InputQ, KernelQ>, dense> {
+  using base = wrapped_layer<quant_dense<InputQ, KernelQ>, dense>;
 
  public:
   InputQ input_quantizer;
@@ -47,7 +47,7 @@ class quant_dense : public detail::quant_layer_base<quant_dense<InputQ, KernelQ>
       : base(dense(units).name("quant_dense")), input_quantizer(std::move(input_q)),
         kernel_quantizer(std::move(kernel_q)) {
     adopt_kernel_quantizer_metrics(kernel_quantizer);
-    name_quantizers(this->path());
+    this->set_path(this->path());
   }
 
   /// Whether the layer adds a bias (default true); set before the first call.
@@ -61,7 +61,7 @@ class quant_dense : public detail::quant_layer_base<quant_dense<InputQ, KernelQ>
     return *this;
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     this->ensure_built(x);
     const var in = input_quantizer(x);
     const var kernel = kernel_quantizer(var(this->layer_.kernel()));
@@ -73,20 +73,12 @@ class quant_dense : public detail::quant_layer_base<quant_dense<InputQ, KernelQ>
   /// The layer's own parameters with their bit widths: the kernel's quantizer's
   /// precision (32 without one), the bias 32 (empty until built).
   std::vector<std::pair<parameter_ptr, int>> weight_precisions() const {
-    std::vector<std::pair<parameter_ptr, int>> out;
-    if (this->kernel()) out.emplace_back(this->kernel(), weight_bitwidth(kernel_quantizer));
-    if (this->bias()) out.emplace_back(this->bias(), 32);
-    return out;
+    return this->weight_precisions_for(kernel_quantizer);
   }
 
   std::size_t units() const noexcept { return this->layer_.units(); }
   bool use_bias() const noexcept { return this->layer_.use_bias(); }
 
- private:
-  void name_quantizers(const std::string& p) {
-    detail::set_quantizer_path(input_quantizer, p + "/input_quantizer");
-    detail::set_quantizer_path(kernel_quantizer, p + "/kernel_quantizer");
-  }
 };
 
 }  // namespace xq

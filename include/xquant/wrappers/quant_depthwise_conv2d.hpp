@@ -25,15 +25,15 @@
 
 #include "../core/children.hpp"
 #include "../layers/depthwise_conv2d.hpp"
-#include "quant_layer_base.hpp"
+#include "../quantizers/no_quantizer.hpp"
+#include "quant_window_layer.hpp"
 
 namespace xq {
 
 template <class InputQ = no_quantizer, class DepthwiseQ = no_quantizer>
 class quant_depthwise_conv2d
-    : public detail::quant_window_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d> {
-  using base = detail::quant_window_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;
-  friend detail::quant_layer_base<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;  // calls name_quantizers
+    : public detail::quant_window_layer<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d> {
+  using base = detail::quant_window_layer<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;
 
  public:
   InputQ input_quantizer;
@@ -47,7 +47,7 @@ class quant_depthwise_conv2d
       : base(depthwise_conv2d(kernel_size).name("quant_depthwise_conv2d")), input_quantizer(std::move(input_q)),
         depthwise_quantizer(std::move(depthwise_q)) {
     adopt_kernel_quantizer_metrics(depthwise_quantizer);
-    name_quantizers(this->path());
+    this->set_path(this->path());
   }
 
   /// Filters per input channel (default 1); set before the first call.
@@ -68,7 +68,7 @@ class quant_depthwise_conv2d
     return this->kernel_constraint(std::move(c));
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     this->ensure_built(x);
     const var in = input_quantizer(x);
     const var kernel = depthwise_quantizer(var(this->layer_.kernel()));
@@ -80,21 +80,13 @@ class quant_depthwise_conv2d
   /// The layer's own parameters with their bit widths: the depthwise kernel's
   /// quantizer's precision (32 without one), the bias 32 (empty until built).
   std::vector<std::pair<parameter_ptr, int>> weight_precisions() const {
-    std::vector<std::pair<parameter_ptr, int>> out;
-    if (this->kernel()) out.emplace_back(this->kernel(), weight_bitwidth(depthwise_quantizer));
-    if (this->bias()) out.emplace_back(this->bias(), 32);
-    return out;
+    return this->weight_precisions_for(depthwise_quantizer);
   }
 
   /// The latent depthwise kernel (KH, KW, C, M), "depthwise_kernel" (also `kernel()`).
   const parameter_ptr& depthwise_kernel() const noexcept { return this->kernel(); }
   std::size_t depth_multiplier() const noexcept { return this->layer_.depth_multiplier(); }
 
- private:
-  void name_quantizers(const std::string& p) {
-    detail::set_quantizer_path(input_quantizer, p + "/input_quantizer");
-    detail::set_quantizer_path(depthwise_quantizer, p + "/depthwise_quantizer");
-  }
 };
 
 }  // namespace xq

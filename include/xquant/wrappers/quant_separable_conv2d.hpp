@@ -36,7 +36,8 @@
 #include "../core/shape_check.hpp"
 #include "../layers/conv2d.hpp"
 #include "../layers/depthwise_conv2d.hpp"
-#include "quant_layer_base.hpp"
+#include "../quantizers/no_quantizer.hpp"
+#include "quant_window_layer.hpp"
 
 namespace xq {
 
@@ -60,7 +61,7 @@ class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, Depth
     if (filters == 0) throw argument_error("quant_separable_conv2d", "filters of at least 1", "0");
     adopt_kernel_quantizer_metrics(depthwise_quantizer);
     adopt_kernel_quantizer_metrics(pointwise_quantizer);
-    name_quantizers(this->path());
+    set_path(this->path());
   }
 
   using base::name;
@@ -72,7 +73,9 @@ class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, Depth
   }
   /// Sets the path, renaming the parameters and the quantizers ("net/sep/pointwise_quantizer").
   void set_path(std::string p) {
-    name_quantizers(p);
+    for_each_child(*this, [&](auto& q, const std::string& child) {
+      if constexpr (has_set_path_v<std::remove_reference_t<decltype(q)>>) q.set_path(p + "/" + child);
+    });
     base::set_path(std::move(p));
   }
 
@@ -115,23 +118,23 @@ class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, Depth
   /// every optimizer step (e.g. `xq::weight_clip`).
   quant_separable_conv2d& depthwise_constraint(parameter::constraint_function c) {
     depthwise_constraint_ = std::move(c);
-    detail::attach_constraint(depthwise_kernel_, depthwise_constraint_);
+    attach_constraint(depthwise_kernel_, depthwise_constraint_);
     return *this;
   }
   /// Keras's `pointwise_constraint`.
   quant_separable_conv2d& pointwise_constraint(parameter::constraint_function c) {
     pointwise_constraint_ = std::move(c);
-    detail::attach_constraint(pointwise_kernel_, pointwise_constraint_);
+    attach_constraint(pointwise_kernel_, pointwise_constraint_);
     return *this;
   }
   /// Keras's `bias_constraint`.
   quant_separable_conv2d& bias_constraint(parameter::constraint_function c) {
     bias_constraint_ = std::move(c);
-    detail::attach_constraint(bias_, bias_constraint_);
+    attach_constraint(bias_, bias_constraint_);
     return *this;
   }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     ensure_built(x);
     var in = input_quantizer(x);
     const var depthwise = depthwise_quantizer(var(depthwise_kernel_));
@@ -160,9 +163,9 @@ class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, Depth
                                            taps * in_channels, taps * depth_multiplier_));
     pointwise_kernel_ = make_parameter("pointwise_kernel", glorot_uniform({1, 1, mid, filters_}, mid, filters_));
     if (use_bias_) bias_ = make_parameter("bias", xt::zeros<float>({filters_}));
-    detail::attach_constraint(depthwise_kernel_, depthwise_constraint_);
-    detail::attach_constraint(pointwise_kernel_, pointwise_constraint_);
-    detail::attach_constraint(bias_, bias_constraint_);
+    attach_constraint(depthwise_kernel_, depthwise_constraint_);
+    attach_constraint(pointwise_kernel_, pointwise_constraint_);
+    attach_constraint(bias_, bias_constraint_);
     this->name_parameters();
   }
 
@@ -205,10 +208,9 @@ class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, Depth
   const conv2d_geometry& geometry() const noexcept { return geometry_; }
 
  private:
-  void name_quantizers(const std::string& p) {
-    detail::set_quantizer_path(input_quantizer, p + "/input_quantizer");
-    detail::set_quantizer_path(depthwise_quantizer, p + "/depthwise_quantizer");
-    detail::set_quantizer_path(pointwise_quantizer, p + "/pointwise_quantizer");
+  /// Sets `c` as `p`'s constraint (if both exist).
+  static void attach_constraint(const parameter_ptr& p, const parameter::constraint_function& c) {
+    if (p && c) p->set_constraint(c);
   }
 
   std::size_t filters_;

@@ -11,17 +11,19 @@
 
 #include "../core/mode.hpp"
 #include "../layers/batch_norm.hpp"
-#include "input_quantized.hpp"
 #include "batch_norm_folding.hpp"
+#include "input_quantized.hpp"
 
 namespace xq {
 
-class quantized_batch_norm : public input_quantized<batch_norm> {
- public:
-  quantized_batch_norm() = default;
-  explicit quantized_batch_norm(batch_norm layer) : input_quantized<batch_norm>(std::move(layer)) {}
+class quantized_batch_norm : public input_quantized<batch_norm, quantized_batch_norm> {
+  using base = input_quantized<batch_norm, quantized_batch_norm>;
 
-  var operator()(const var& x) {
+ public:
+  quantized_batch_norm() : base(batch_norm{}) {}
+  explicit quantized_batch_norm(batch_norm layer) : base(std::move(layer)) {}
+
+  var call(const var& x) {
     const var in = input_(x);
     var y;
     if (fold_ && fold_->frozen()) {
@@ -30,7 +32,7 @@ class quantized_batch_norm : public input_quantized<batch_norm> {
     } else {
       y = layer_(in);
     }
-    return finish({x}, y);
+    return finish(y);
   }
 
   /// Links this batch norm to the conv that folds it (`quantize_model` calls it).

@@ -1,15 +1,20 @@
 #pragma once
 /// \file site_quantizers.hpp
-/// The activation quantizer of a layer that may be called from several places.
+/// The activation quantizer of a layer that may be called from several places: one
+/// `fake_quantizer`, or one per call site.
 ///
 /// Range-tracking policy for reused layers: a layer called twice in one forward pass
 /// (the feature extractor of a PWCNet applied to both images, a block reused in an
 /// hourglass) has ONE range by default, updated by every call, like one Keras layer
 /// object with one set of quantizer variables. With `per_call_site`, call k of each
-/// pass uses its own quantizer: the number of call sites comes from the traced pass
-/// in `quantize_model`, and calls are numbered modulo that count, so every pass must
-/// call the layer the same number of times (true of a fixed architecture). After a
-/// pass that stopped half-way (an exception), `reset_call_sites(model)` re-aligns.
+/// pass uses its own quantizer, with a state of its own: the number of call sites comes
+/// from the traced pass in `quantize_model`, and calls are numbered modulo that count,
+/// so every pass must call the layer the same number of times (true of a fixed
+/// architecture). After a pass that stopped half-way (an exception),
+/// `reset_call_sites(model)` re-aligns.
+///
+/// Not a layer itself: the wrapper that holds it lists its quantizers as its children
+/// ("conv/input_quantizer", or "conv/input_quantizer_0", "..._1" per call site).
 
 #include <cstddef>
 #include <string>
@@ -32,13 +37,14 @@ class site_quantizers {
     return q(x);
   }
 
-  /// One quantizer per call site (`sites` >= 1), all with the shared one's settings.
+  /// One quantizer per call site (`sites` >= 1), all with the shared one's settings and
+  /// each with its own state (a copy of the shared one's).
   void set_call_sites(std::size_t sites) {
     if (sites == 0) sites = 1;
     if (sites == sites_.size()) return;
     const fake_quantizer first = sites_[0];
     sites_.assign(sites, first);
-    rename();
+    for (std::size_t i = 1; i < sites_.size(); ++i) sites_[i].detach_state();
     next_ = 0;
   }
   std::size_t call_sites() const noexcept { return sites_.size(); }
@@ -56,27 +62,27 @@ class site_quantizers {
   fake_quantizer& site(std::size_t i = 0) { return sites_.at(i); }
   const fake_quantizer& site(std::size_t i = 0) const { return sites_.at(i); }
 
-  void set_path(std::string p) {
-    path_ = std::move(p);
-    rename();
-  }
-
+  /// Calls `f(quantizer, name)` for each site: `name`, or `name_0`, `name_1`, ... .
   template <class F>
-  void for_each(F&& f) {
-    for (auto& q : sites_) f(q);
+  void visit(const std::string& name, F&& f) {
+    if (sites_.size() == 1) {
+      f(sites_[0], name);
+      return;
+    }
+    for (std::size_t i = 0; i < sites_.size(); ++i) f(sites_[i], name + "_" + std::to_string(i));
+  }
+  template <class F>
+  void visit(const std::string& name, F&& f) const {
+    if (sites_.size() == 1) {
+      f(sites_[0], name);
+      return;
+    }
+    for (std::size_t i = 0; i < sites_.size(); ++i) f(sites_[i], name + "_" + std::to_string(i));
   }
 
  private:
-  void rename() {
-    if (sites_.size() == 1) {
-      sites_[0].set_path(path_);
-      return;
-    }
-    for (std::size_t i = 0; i < sites_.size(); ++i) sites_[i].set_path(path_ + "_" + std::to_string(i));
-  }
   std::vector<fake_quantizer> sites_;
   std::size_t next_ = 0;
-  std::string path_;
 };
 
 }  // namespace xq

@@ -4,43 +4,38 @@
 /// WeightedBaseQuantizeWrapper): QDQ on the input (per tensor) and on the kernel (per
 /// output channel by default), then the float layer's operation on the two.
 ///
-/// The layer contract (what conv2d, dense and depthwise_conv2d provide; a user layer
-/// that provides it gets its twin with `using type = xq::weight_quantized<my_layer>`):
+/// What `L` needs (core/layer_traits.hpp's `is_weighted_layer`; conv2d, dense,
+/// depthwise_conv2d, embedding, tied_projection and tied_dense have it; a user layer that
+/// has it gets its twin with `using type = xq::weight_quantized<my_layer>`):
 ///   - `const parameter_ptr& kernel() const`, `const parameter_ptr& bias() const` (may be null);
 ///   - `void ensure_built(const var& x)`: creates the parameters from the first input;
 ///   - `var call_with(const var& x, const var& kernel, const var& bias) const`: the
 ///     layer's operation with the given kernel and bias (undefined var: none).
 /// `kernel_channel_axis<L>` names the kernel's output-channel axis (last by default;
-/// depthwise_conv2d: 2, as NVIDIA's toolkit does).
+/// depthwise_conv2d: 2, as NVIDIA's toolkit does); `quantizable_input<L>` whether its
+/// input can be quantized (an embedding's ids cannot).
 ///
 /// With a batch norm folded in (see batch_norm_folding.hpp and `quantize_model`), the
 /// kernel that is fake-quantized is the folded one.
 
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "batch_norm_folding.hpp"
-#include "quantize_wrapper.hpp"
+#include "qdq_wrapper.hpp"
 
 namespace xq {
 
-/// The axis of a layer's kernel that holds its output channels (negative: from the end).
 template <class Layer>
-struct kernel_channel_axis : std::integral_constant<int, -1> {};
-template <class Layer>
-inline constexpr int kernel_channel_axis_v = kernel_channel_axis<Layer>::value;
-
-/// Whether a layer's input can be fake-quantized (false for an embedding: its input is
-/// integer ids). A spec that asks for it is ignored for such a layer.
-template <class Layer>
-struct quantizable_input : std::true_type {};
-template <class Layer>
-inline constexpr bool quantizable_input_v = quantizable_input<Layer>::value;
-
-template <class Layer>
-class weight_quantized : public quantize_wrapper<weight_quantized<Layer>, Layer> {
-  using base = quantize_wrapper<weight_quantized<Layer>, Layer>;
+class weight_quantized : public qdq_wrapper<weight_quantized<Layer>, Layer> {
+  static_assert(is_weighted_layer_v<Layer>,
+                "xquant: weight_quantized<L> needs L's weighted-layer members: kernel(), bias(), "
+                "ensure_built(x) and call_with(x, kernel, bias) (docs/layer_contract.md); for a layer "
+                "without weights use xq::input_quantized<L>");
+  using base = qdq_wrapper<weight_quantized<Layer>, Layer>;
   friend base;
 
  public:
@@ -48,17 +43,17 @@ class weight_quantized : public quantize_wrapper<weight_quantized<Layer>, Layer>
   /// The twin of `layer`, sharing its parameters.
   explicit weight_quantized(Layer layer) : base(std::move(layer)) { this->set_path(this->layer_.path()); }
 
-  var operator()(const var& x) {
+  var call(const var& x) {
     Layer& l = this->layer_;
     l.ensure_built(x);
     const var in = input_(x);
     const var bias = l.bias() ? var(l.bias()) : var();
-    if (!fold_) return this->finish({x}, l.call_with(in, weight_(var(l.kernel())), bias));
+    if (!fold_) return this->finish(l.call_with(in, weight_(var(l.kernel())), bias));
     if (is_training()) ++fold_->training_calls;
     const var s = ops::fold_scale(*fold_);
     const var folded = ops::scale_channels(var(l.kernel()), s, this->path());
     const var unfolded = ops::divide_channels(weight_(folded), s, this->path());
-    return this->finish({x}, l.call_with(in, unfolded, bias));
+    return this->finish(l.call_with(in, unfolded, bias));
   }
 
   site_quantizers& input_quantizer() noexcept { return input_; }
@@ -66,27 +61,22 @@ class weight_quantized : public quantize_wrapper<weight_quantized<Layer>, Layer>
   fake_quantizer& weight_quantizer() noexcept { return weight_; }
   const fake_quantizer& weight_quantizer() const noexcept { return weight_; }
 
-  void configure(const wrapper_settings& s) {
-    this->configure_output(s);
-    input_.configure(s.input, s.quantize_input && quantizable_input_v<Layer>);
-    quantizer_config w = s.weight;
-    if (w.per_channel) w.channel_axis = kernel_channel_axis_v<Layer>;
-    weight_.configure(w);
-    weight_.enable(s.quantize_weight);
-  }
-  void set_call_sites(std::size_t n) {
-    input_.set_call_sites(n);
-    this->output_.set_call_sites(n);
-  }
-  void reset_call_sites() {
-    input_.reset_call_sites();
-    this->output_.reset_call_sites();
+  /// The input quantizer's precision while it is on (the summary's input precision).
+  std::optional<int> input_precision() const { return declared_precision(input_.site()); }
+  /// The kernel with the kernel quantizer's precision (32 while it is off), the bias 32.
+  std::vector<std::pair<parameter_ptr, int>> weight_precisions() const { return this->weight_precisions_for(weight_); }
+
+  template <class F>
+  void visit_children(F&& f) {
+    input_.visit("input_quantizer", f);
+    f(weight_, "kernel_quantizer");
+    this->output_.visit("output_quantizer", f);
   }
   template <class F>
-  void for_each_quantizer(F&& f) {
-    input_.for_each(f);
-    f(weight_);
-    this->output_.for_each(f);
+  void visit_children(F&& f) const {
+    input_.visit("input_quantizer", f);
+    f(weight_, "kernel_quantizer");
+    this->output_.visit("output_quantizer", f);
   }
 
   /// Folds a batch norm into this layer (the pass in `quantize_model` calls it).
@@ -101,10 +91,19 @@ class weight_quantized : public quantize_wrapper<weight_quantized<Layer>, Layer>
   }
 
  private:
-  void name_quantizers(const std::string& p) {
-    input_.set_path(p + "/input_quantizer");
-    weight_.set_path(p + "/kernel_quantizer");
+  void configure_sites(const wrapper_settings& s) {
+    input_.configure(s.input, s.quantize_input && quantizable_input_v<Layer>);
+    quantizer_config w = s.weight;
+    if (w.per_channel) w.channel_axis = s.weight_channel_axis.value_or(kernel_channel_axis_v<Layer>);
+    weight_.configure(w);
+    weight_.enable(s.quantize_weight);
   }
+  template <class F>
+  void for_each_site_list(F&& f) {
+    f(input_);
+    f(this->output_);
+  }
+
   site_quantizers input_;
   fake_quantizer weight_;
   std::shared_ptr<batch_norm_fold> fold_;

@@ -1,9 +1,10 @@
 #pragma once
 /// \file wrapper_settings.hpp
-/// What one quantized wrapper does: which of its tensors are fake-quantized and how.
+/// What one NVIDIA-style wrapper does: which of its tensors are fake-quantized and how.
 /// `quantize_model` computes one per wrapper from the scheme, the spec and the mode.
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "../quantizers/quantizer_config.hpp"
@@ -18,6 +19,9 @@ struct wrapper_settings {
   /// empty means every input.
   std::vector<std::size_t> input_indices;
   quantizer_config input, weight, output;
+  /// The kernel's channel axis for per-channel weights when the scheme sets one (tfmot
+  /// quantizes depthwise kernels on the last axis); else `kernel_channel_axis<L>`.
+  std::optional<int> weight_channel_axis;
   /// A layer called from several places keeps one range per call site instead of one
   /// shared range (see site_quantizers.hpp).
   bool per_call_site = false;

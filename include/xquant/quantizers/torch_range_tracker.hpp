@@ -1,0 +1,55 @@
+#pragma once
+/// \file torch_range_tracker.hpp
+/// `xq::torch_range_tracker`: PyTorch's observers as a fake quantizer's tracker, for the
+/// torch_fake_quant numerics (docs/semantics.md §5): the raw min and max of each batch
+/// (no adjustment: PyTorch's qparams do the symmetric arithmetic), then
+///  - moving_average: MovingAverageMinMaxObserver (the first batch copied, then
+///    m += c * (cur - m) in float32, c = averaging_constant);
+///  - all_values: MinMaxObserver (the running min and max);
+///  - last_value: the batch alone (xquant's; PyTorch has no such observer).
+/// The update is `torch::update_observed_range`, the function `torch::observer` runs.
+/// Before any batch the state is PyTorch's: +Inf / -Inf per tensor, nothing per
+/// channel; the numerics then use scale 1 and zero point 0. The state is PyTorch's
+/// "min_val" / "max_val".
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "../numerics/range_statistics.hpp"
+#include "../numerics/torch_observers.hpp"
+#include "range_tracker.hpp"
+
+namespace xq {
+
+class torch_range_tracker final : public range_tracker {
+ public:
+  /// The one instance (a tracker keeps no state of its own).
+  static const torch_range_tracker& instance() {
+    static const torch_range_tracker t;
+    return t;
+  }
+
+  const char* min_name() const noexcept override { return "min_val"; }
+  const char* max_name() const noexcept override { return "max_val"; }
+  float initial_min(const quantizer_config&) const noexcept override { return std::numeric_limits<float>::infinity(); }
+  float initial_max(const quantizer_config&) const noexcept override { return -std::numeric_limits<float>::infinity(); }
+  void current(const quantizer_config&, std::size_t, vector&, vector&) const override {}
+
+  void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
+              const std::string& where) const override {
+    range_statistics s = measure_range(x, l);
+    if (!s.finite) {
+      const std::size_t at = first_non_finite(x);
+      throw argument_error(where, "finite values in the training batch (the range is left as it was)",
+                           detail::concat(x.data()[at], " at flat index ", at));
+    }
+    const torch::observer_update u = c.tracking == range_tracking::moving_average ? torch::observer_update::moving_average
+                                     : c.tracking == range_tracking::all_values   ? torch::observer_update::min_max
+                                                                                  : torch::observer_update::last_value;
+    torch::update_observed_range(u, float(c.averaging_constant), c.per_channel, min, max, std::move(s.min),
+                                 std::move(s.max), where, c.channel_axis);
+  }
+};
+
+}  // namespace xq

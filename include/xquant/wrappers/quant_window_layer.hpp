@@ -1,0 +1,98 @@
+#pragma once
+/// \file quant_window_layer.hpp
+/// What Larq's two sliding-window quant layers (quant_conv2d.hpp,
+/// quant_depthwise_conv2d.hpp) add to the wrapped-layer base: the window setters of the
+/// float layer they hold (strides, padding, dilation, use_bias), Larq's `pad_values`,
+/// and the call of the float layer's operation on the quantized input and kernel with
+/// that padding (`window_call`).
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "../core/shape_check.hpp"
+#include "../kernels/padding.hpp"
+#include "../layers/pad2d.hpp"
+#include "wrapped_layer.hpp"
+
+namespace xq {
+
+namespace detail {
+
+/// Larq's non-native "same" padding (`QuantizerBaseConv`): when `pad_value` is not 0,
+/// `x` (the quantized input) is padded with it as TF's `same` rule pads zeros, and
+/// `geometry` becomes `valid`; otherwise nothing changes (TF pads the zeros itself).
+/// -0.0 counts as 0, as Larq's `pad_values == 0.0` test does.
+inline void pad_same_with_value(var& x, conv2d_geometry& geometry, std::size_t k_h, std::size_t k_w, float pad_value,
+                                const std::string& path) {
+  if (geometry.padding != padding::same || pad_value == 0.0f) return;
+  require_shape(path, x.shape(), {any('N'), any('H'), any('W'), any('C')});
+  (void)resolve_window(path, x.shape(), k_h, k_w, geometry);  // the shape errors of a same conv
+  const window_axis h = resolve_axis(x.shape()[1], k_h, geometry.strides[0], geometry.dilation[0], padding::same);
+  const window_axis w = resolve_axis(x.shape()[2], k_w, geometry.strides[1], geometry.dilation[1], padding::same);
+  x = ops::pad2d(x, h.pad_before, h.pad_after, w.pad_before, w.pad_after, pad_value, path);
+  geometry.padding = padding::valid;
+}
+
+/// A quant layer over a sliding-window float layer `Float` (conv2d, depthwise_conv2d).
+template <class Self, class Float>
+class quant_window_layer : public wrapped_layer<Self, Float> {
+ public:
+  /// Window step (`2` or `{2, 1}`); default 1.
+  Self& strides(size2 s) {
+    this->layer_.strides(s);
+    return this->self();
+  }
+  /// `xq::padding::valid` (default) or `same`.
+  Self& padding(xq::padding p) {
+    this->layer_.padding(p);
+    return this->self();
+  }
+  /// The value "same" padding adds around the quantized input (default 0).
+  Self& pad_values(float v) {
+    pad_value_ = v;
+    return this->self();
+  }
+  /// Spacing between kernel taps (`2` or `{2, 1}`); default 1.
+  Self& dilation(size2 d) {
+    this->layer_.dilation(d);
+    return this->self();
+  }
+  /// Whether the layer adds a bias (default true); set before the first call.
+  Self& use_bias(bool on) {
+    this->layer_.use_bias(on);
+    return this->self();
+  }
+
+  std::array<std::size_t, 2> kernel_size() const noexcept { return this->layer_.kernel_size(); }
+  std::array<std::size_t, 2> strides() const noexcept { return this->layer_.strides(); }
+  xq::padding padding() const noexcept { return this->layer_.padding(); }
+  float pad_values() const noexcept { return pad_value_; }
+  std::array<std::size_t, 2> dilation() const noexcept { return this->layer_.dilation(); }
+  bool use_bias() const noexcept { return this->layer_.use_bias(); }
+  const conv2d_geometry& geometry() const noexcept { return this->layer_.geometry(); }
+
+ protected:
+  explicit quant_window_layer(Float layer) : wrapped_layer<Self, Float>(std::move(layer)) {}
+
+  /// The float layer's operation on the quantized input `in` and kernel, with Larq's
+  /// padding: when `pad_values` is not 0 and the padding is same, `in` is padded with
+  /// it and `valid_op(in, kernel, bias*, geometry, path)` (ops::conv2d,
+  /// ops::depthwise_conv2d) runs a valid window; otherwise the float layer's call.
+  template <class ValidOp>
+  var window_call(var in, const var& kernel, ValidOp&& valid_op) const {
+    const var bias = this->layer_.bias() ? var(this->layer_.bias()) : var();
+    conv2d_geometry g = this->layer_.geometry();
+    const auto k = this->layer_.kernel_size();
+    pad_same_with_value(in, g, k[0], k[1], pad_value_, this->path());
+    if (g.padding == this->layer_.geometry().padding) return this->layer_.call_with(in, kernel, bias);
+    return valid_op(in, kernel, bias.defined() ? &bias : nullptr, g, this->path());
+  }
+
+ private:
+  float pad_value_ = 0.0f;
+};
+
+}  // namespace detail
+}  // namespace xq
