@@ -1170,7 +1170,7 @@ def gen_torch_fake_quant(fam):
                 {"x": x, "scale": scales, "zero_point": zstore, "dy": dy},
                 {"y": y, "dx": xt.grad}, special=special)
 
-    # --- SEMANTICS §5 derived example ---
+    # --- docs/semantics.md §5 derived example ---
     add_t("semantics_scale_1_127_range_-127_127", arr([-1, -0.5, 0, 0.3, 0.8, 0.555, 0.50390625]),
           1.0 / 127, 0, -127, 127)
 
@@ -1350,7 +1350,7 @@ def gen_torch_lsq(fam):
                 {"y": y, "dx": dx, "dscale": ds, "dzero_point": dz, "dscale_elem": dse,
                  "dzero_point_elem": dze}, special=special)
 
-    # --- SEMANTICS §5 LSQ example ---
+    # --- docs/semantics.md §5 LSQ example ---
     add_t("semantics_example", arr([-3, -0.6, 0.2, 0.75, 2]), 0.5, 0.0, -4, 3, 1.0,
           dy=np.ones(5, np.float32))
 
@@ -1500,7 +1500,7 @@ def gen_torch_observers(fam):
                            "quant_min": qmin, "quant_max": qmax},
                 inputs, {}, steps=steps, special=special)
 
-    # --- SEMANTICS §5 per-tensor golden inputs ---
+    # --- docs/semantics.md §5 per-tensor golden inputs ---
     for obs in ("MinMaxObserver", "MovingAverageMinMaxObserver"):
         if obs == "MinMaxObserver":
             b = [arr([1, 2, 2, 3, 4, 5, 6]), arr([4, 5, 5, 6, 7, 8])]
@@ -1511,7 +1511,7 @@ def gen_torch_observers(fam):
                 for rr in (False, True):
                     add("torchtest_%s_%s_%s%s" % (obs, dtype, qs, "_rr" if rr else ""), obs, dtype,
                         qs, b, reduce_range=rr, c=0.5 if "Moving" in obs else None)
-    # --- SEMANTICS §5 per-channel golden input, ch_axis 0..3 ---
+    # --- docs/semantics.md §5 per-channel golden input, ch_axis 0..3 ---
     xg = np.array(OBS_GOLDEN_PC, np.float32)
     for obs in ("PerChannelMinMaxObserver", "MovingAveragePerChannelMinMaxObserver"):
         for ax in range(4):

@@ -1,5 +1,5 @@
 // Range trackers: tfmot LastValue / MovingAvg / AllValues and PyTorch's
-// observers with their qparams, against SEMANTICS.md §3/§5 and the peers'
+// observers with their qparams, against docs/semantics.md §3/§5 and the peers'
 // golden vectors.
 
 #include <catch2/catch.hpp>

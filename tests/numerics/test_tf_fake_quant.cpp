@@ -1,5 +1,5 @@
 // TF fake_quant_with_min_max_{args,vars,vars_per_channel}: the vectors of
-// SEMANTICS.md §1 (from TF's own tests) and the golden vectors TF produced.
+// docs/semantics.md §1 (from TF's own tests) and the golden vectors TF produced.
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// TF quantize_and_dequantize V2/V4 (NVIDIA's QDQ): SEMANTICS.md §2 vectors
+// TF quantize_and_dequantize V2/V4 (NVIDIA's QDQ): docs/semantics.md §2 vectors
 // (TF's own tests) and golden vectors produced by TensorFlow.
 
 #include <catch2/catch.hpp>

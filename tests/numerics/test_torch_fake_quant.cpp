@@ -1,5 +1,5 @@
 // PyTorch fake_quantize_per_{tensor,channel}_affine and the learnable (LSQ)
-// form: SEMANTICS.md §5 vectors and golden vectors produced by PyTorch.
+// form: docs/semantics.md §5 vectors and golden vectors produced by PyTorch.
 
 #include <catch2/catch.hpp>
 
@@ -25,7 +25,7 @@ TEST_CASE("torch fake quant: rounds to even, clamps the integer, masks before th
   CHECK(golden::bit_difference(dx, tensor{-2, 0, 4, -0.0f}) == "");
 }
 
-TEST_CASE("torch learnable fake quant: the LSQ example of SEMANTICS.md", "[torch][lsq]") {
+TEST_CASE("torch learnable fake quant: the LSQ example of docs/semantics.md", "[torch][lsq]") {
   const tensor x = {-3, -0.6f, 0.2f, 0.75f, 2};
   CHECK((torch::fake_quantize_learnable_per_tensor_affine(x, 0.5f, 0.0f, -4, 3) ==
         tensor{-2, -0.5f, 0, 1.0f, 1.5f}));

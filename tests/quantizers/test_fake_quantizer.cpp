@@ -1,6 +1,6 @@
 // fake_quantizer: bit for bit the operator of its numerics (forward and input
 // gradient), per tensor and per channel on any axis; the tracking rules
-// (against tfmot's and PyTorch's golden sequences and SEMANTICS.md §3/§5);
+// (against tfmot's and PyTorch's golden sequences and docs/semantics.md §3/§5);
 // inference; disabled; errors. And the one-pass range statistics it runs on.
 
 #include <catch2/catch.hpp>
@@ -288,7 +288,7 @@ TEST_CASE("fake_quantizer: training output equals the operator with the batch's 
 }
 
 TEST_CASE("fake_quantizer: NVIDIA golden, ReLU-style zeros and all-zero batches", "[quant][fake_quantizer]") {
-  // SEMANTICS.md §4: amax = 1 gives [-127, -64, 0, 38, 102, 70, 64] / 127.
+  // docs/semantics.md §4: amax = 1 gives [-127, -64, 0, 38, 102, 70, 64] / 127.
   fake_quantizer q(quantizer_config{});
   xq::training_mode train;
   const tensor x = {-1.0f, -0.5f, 0.0f, 0.3f, 0.8f, 0.555f, 0.50390625f};
@@ -306,7 +306,7 @@ TEST_CASE("fake_quantizer: NVIDIA golden, ReLU-style zeros and all-zero batches"
 
 // ---- tracking rules ----------------------------------------------------------------------
 
-TEST_CASE("fake_quantizer: tf tracking rules (SEMANTICS §3)", "[quant][fake_quantizer]") {
+TEST_CASE("fake_quantizer: tf tracking rules (docs/semantics.md §3)", "[quant][fake_quantizer]") {
   xq::training_mode train;
   auto tfmot_config = [](range_tracking t, bool symmetric, bool narrow) {
     auto c = make_config(quant_numerics::tf_fake_quant, symmetric, narrow, false, -1, t);
@@ -469,7 +469,7 @@ TEST_CASE("fake_quantizer: PyTorch observer golden sequences (torch numerics)", 
   CHECK(checked > 40);
 }
 
-TEST_CASE("fake_quantizer: torch tracking rules (SEMANTICS §5)", "[quant][fake_quantizer]") {
+TEST_CASE("fake_quantizer: torch tracking rules (docs/semantics.md §5)", "[quant][fake_quantizer]") {
   xq::training_mode train;
   SECTION("moving average: the first batch is copied, then m += c (cur - m)") {
     auto c = make_config(quant_numerics::torch_fake_quant, false, false, false, -1,

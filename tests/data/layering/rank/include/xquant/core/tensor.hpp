@@ -1,0 +1,3 @@
+#pragma once
+#include "../config.hpp"
+#include "shape.hpp"

@@ -1,0 +1,3 @@
+#pragma once
+#include "../kernels/gemm.hpp"
+#include "xquant/core/tensor.hpp"

@@ -1,0 +1,4 @@
+#pragma once
+#include "summary/summarize.hpp"
+#include "train/fit.hpp"
+#include "kernels/gemm.hpp"
