@@ -5,7 +5,7 @@
 # consumers get the same flags from this one list.
 #
 # Why: xquant's fake-quant operators must reproduce TensorFlow's and PyTorch's results
-# bit for bit (SEMANTICS.md), and its scalar, SIMD and CUDA kernels must agree with each
+# bit for bit (docs/semantics.md), and its scalar, SIMD and CUDA kernels must agree with each
 # other bit for bit (DESIGN.md §9). The peers compute `x * inv_scale + zero_point`,
 # `(q - zp) * scale` and similar as a separately rounded multiply followed by a separately
 # rounded add. A compiler allowed to contract `a * b + c` into one fused multiply-add

@@ -2,7 +2,7 @@
 /// \file tf_fake_quant.hpp
 /// TensorFlow's `fake_quant_with_min_max_{args,vars,vars_per_channel}` and
 /// their gradients, bit for bit (tensorflow/core/kernels/
-/// fake_quant_ops_functor.h; SEMANTICS.md §1). This is the op under every
+/// fake_quant_ops_functor.h; docs/semantics.md §1). This is the op under every
 /// tfmot quantizer.
 ///
 /// What makes it TF's and not PyTorch's:

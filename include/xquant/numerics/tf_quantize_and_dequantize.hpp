@@ -2,7 +2,7 @@
 /// \file tf_quantize_and_dequantize.hpp
 /// TensorFlow's `quantize_and_dequantize_v2/v3/v4` (the QDQ node NVIDIA's
 /// toolkit inserts) and the V4 gradient, bit for bit
-/// (tensorflow/core/kernels/quantize_and_dequantize_op.h; SEMANTICS.md §2).
+/// (tensorflow/core/kernels/quantize_and_dequantize_op.h; docs/semantics.md §2).
 ///
 /// What makes it TF QDQ:
 ///  - no zero point: 0 maps to 0, and the side of larger magnitude sets the

@@ -2,7 +2,7 @@
 /// \file tfmot_quantizers.hpp
 /// tfmot's range-tracking quantizers, with their exact update rules
 /// (tensorflow_model_optimization .../keras/quant_ops.py and quantizers.py;
-/// SEMANTICS.md §3): LastValueQuantize, MovingAvgQuantize and
+/// docs/semantics.md §3): LastValueQuantize, MovingAvgQuantize and
 /// AllValuesQuantize, each followed by TF FakeQuant (tf_fake_quant.hpp).
 ///
 ///  - The batch statistic reduces every axis but the last when per channel.

@@ -3,7 +3,7 @@
 /// PyTorch's `fake_quantize_per_tensor_affine` and
 /// `fake_quantize_per_channel_affine` (with their cachemask gradients), bit for
 /// bit (aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp;
-/// SEMANTICS.md §5).
+/// docs/semantics.md §5).
 ///
 /// What makes it PyTorch's and not TF's:
 ///  - `inv = 1.0f / scale`, and the integer is `zp + nearbyint(x * inv)`:

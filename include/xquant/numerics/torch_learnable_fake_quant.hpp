@@ -2,7 +2,7 @@
 /// \file torch_learnable_fake_quant.hpp
 /// PyTorch's learnable fake quantization (LSQ):
 /// `_fake_quantize_learnable_per_{tensor,channel}_affine` and their backward,
-/// with scale and zero-point gradients and `grad_factor` (SEMANTICS.md §5;
+/// with scale and zero-point gradients and `grad_factor` (docs/semantics.md §5;
 /// fake_quantize_learnable_*_grad_kernel_cpu).
 ///
 /// Peculiarities kept on purpose:

@@ -1,7 +1,7 @@
 #pragma once
 /// \file torch_observers.hpp
 /// PyTorch's observers and their qparams (torch/ao/quantization/observer.py,
-/// utils.py; SEMANTICS.md §5): MinMaxObserver, MovingAverageMinMaxObserver,
+/// utils.py; docs/semantics.md §5): MinMaxObserver, MovingAverageMinMaxObserver,
 /// PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
 /// `calculate_qmin_qmax` and `_calculate_qparams`.
 ///

@@ -2,7 +2,7 @@
 /// \file quantizer_config.hpp
 /// What a `fake_quantizer` does: whose fake-quant operator it runs (the
 /// numerics), on which integer grid, and how its stored range follows the
-/// training batches. The defaults are NVIDIA's TF2 toolkit (SEMANTICS.md §4):
+/// training batches. The defaults are NVIDIA's TF2 toolkit (docs/semantics.md §4):
 /// 8-bit symmetric narrow QDQ, last-value range.
 ///
 /// \code
@@ -21,7 +21,7 @@
 
 namespace xq {
 
-/// Whose operator rounds (SEMANTICS.md §1-§5).
+/// Whose operator rounds (docs/semantics.md §1-§5).
 enum class quant_numerics {
   tf_qdq,           ///< TF quantize_and_dequantize_v4, range given (NVIDIA's toolkit, §2, §4)
   tf_fake_quant,    ///< TF fake_quant_with_min_max_vars[_per_channel] (tfmot, §1, §3)
