@@ -657,3 +657,91 @@ TEST_CASE("checkpoint: the file starts with its documented magic and is plain CB
   xq::load_checkpoint_bytes(file.data(), file.size(), "memory", other);
   check_same_parameters(lm, other);
 }
+
+namespace {
+
+}  // namespace
+
+namespace v1 {
+
+/// The model of tools/v1_checkpoint_fixture.cpp, which wrote tests/data/checkpoint/v1_*
+/// with xquant's format-1 writer (commit 7fad4b1). Its name is the fixture's: the
+/// sequential names the block after its type.
+template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Act = xq::relu>
+struct block {
+  Conv conv{xq::conv2d(4, 3).padding(xq::padding::same)};
+  Norm norm{xq::batch_norm().momentum(0.9f)};
+  Act act;
+  XQ_CHILDREN(conv, norm, act)
+  xq::var operator()(const xq::var& x) { return act(norm(conv(x))); }
+};
+using net = xq::sequential<block<>, xq::max_pool2d, xq::flatten, xq::dense>;
+
+}  // namespace v1
+
+namespace {
+
+std::string v1_file(const std::string& name) {
+  return (fs::path(__FILE__).parent_path().parent_path() / "data" / "checkpoint" / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: a file of format version 1 loads, its ranges into the quantizers' parameters",
+          "[io][checkpoint]") {
+  xq::set_seed(99);  // other weights than the file's
+  v1::net model(v1::block<>(), xq::max_pool2d(2), xq::flatten(), xq::dense(3));
+  const xq::tensor::shape_type shape{2, 6, 6, 2};
+  xq::build(model, shape);
+  auto qat = xq::quantize_model(model, conv_options(), shape);
+  xq::adam opt(xq::trainable_parameters(qat), {0.01f});
+  xq::load_checkpoint(v1_file("v1_qat.xqc"), qat, opt);
+
+  // Every value is the file's, bit for bit: parameters, optimizer steps, and the ranges
+  // version 1 kept in its quantizer entries, now the quantizers' parameters.
+  const auto bytes = xq::io::read_file_bytes(v1_file("v1_qat.xqc"));
+  const xq::checkpoint_state file = xq::decode_checkpoint(bytes.data(), bytes.size());
+  REQUIRE(file.version == 1);
+  for (const auto& p : file.parameters) {
+    INFO(p.name);
+    bool found = false;
+    for (const auto& q : xq::parameters(qat))
+      if (q->name() == p.name) {
+        found = true;
+        CHECK(bit_equal(q->value, p.value));
+      }
+    CHECK(found);
+  }
+  std::size_t ranges = 0;
+  for (const auto& c : file.quantizers) {
+    xq::for_each_quantizer(qat, [&](xq::fake_quantizer& q) {
+      if (q.path() != c.path) return;
+      CHECK(q.enabled() == c.enabled);
+      CHECK(q.batches_seen() == c.batches_seen);
+      CHECK(bit_equal(xq::tensor(q.min()), xq::tensor(*c.min)));
+      CHECK(bit_equal(xq::tensor(q.max()), xq::tensor(*c.max)));
+      ++ranges;
+    });
+  }
+  CHECK(ranges == file.quantizers.size());
+  CHECK(opt.iterations() == 3);
+
+  // It computes what the model that wrote the file computed (the same up to the BLAS's
+  // rounding on another CPU), and trains on from there.
+  const xq::tensor x = xq::io::load_npy(v1_file("v1_input.npy"));
+  const xq::tensor target = xq::io::load_npy(v1_file("v1_target.npy"));
+  CHECK(xt::allclose(infer(qat, x), xq::io::load_npy(v1_file("v1_output.npy")), 1e-5, 1e-6));
+  const float next = train_step(qat, opt, x, target);
+  CHECK(next == Approx(xq::io::load_npy(v1_file("v1_next_loss.npy"))(0)).epsilon(1e-5));
+
+  // Saved again, it is a version-2 file that loads into another model of the same build.
+  const auto again = xq::save_checkpoint_bytes(qat, opt);
+  xq::set_seed(98);
+  v1::net model2(v1::block<>(), xq::max_pool2d(2), xq::flatten(), xq::dense(3));
+  xq::build(model2, shape);
+  auto qat2 = xq::quantize_model(model2, conv_options(), shape);
+  xq::adam opt2(xq::trainable_parameters(qat2), {0.01f});
+  xq::load_checkpoint_bytes(again.data(), again.size(), "memory", qat2, opt2);
+  CHECK(xq::save_checkpoint_bytes(qat2, opt2) == again);
+  CHECK(xq::decode_checkpoint(again.data(), again.size()).version == 2);
+}

@@ -34,6 +34,7 @@
 #include <xquant/quantizers/ste_tern.hpp>
 #include <xquant/summary/print_summary.hpp>
 #include <xquant/summary/summarize.hpp>
+#include <xquant/transform/quantize_model.hpp>
 
 #ifndef XQ_GOLDEN_DIR
 #error "XQ_GOLDEN_DIR must point at tests/data/golden"
@@ -428,4 +429,37 @@ TEST_CASE("summary table hides a title that does not fit", "[summary][format]") 
   CHECK(text.rfind("+a_model_name_much_longer_than_the_figures stats---", 0) == 0);
   CHECK(text.find("a_model_name_much_longer_than_the_figures summary") == std::string::npos);
   CHECK(text.find("+\n+" + std::string(39, '-') + "+\n| Total params ") != std::string::npos);
+}
+
+TEST_CASE("summary of a quantized twin shows its quantized precisions and MACs by precision", "[summary][quantize]") {
+  // The float CNN of the case above, quantized with NVIDIA's scheme: 8-bit inputs and
+  // per-channel 8-bit kernels for the conv and the dense layer.
+  auto model = xq::sequential(xq::conv2d(8, 3), xq::max_pool2d(2), xq::flatten(), xq::dense(10));
+  xq::build(model, {1, 28, 28, 1});
+  const xq::model_summary f = xq::summarize(model, {1, 28, 28, 1});
+  auto twin = xq::quantize_model(model, {}, xq::tensor::shape_type{1, 28, 28, 1});
+  {  // one training batch: the per-channel kernel ranges learn their channels
+    const xq::training_mode training(true);
+    const xq::no_grad off;
+    (void)twin(xq::var(xt::ones<float>({1, 28, 28, 1})));
+  }
+  const xq::model_summary q = xq::summarize(twin, {1, 28, 28, 1});
+  REQUIRE(q.layers.size() == f.layers.size());
+  const auto& conv = q.layers[0];
+  CHECK(conv.input_precision == std::optional<int>(8));
+  CHECK(conv.weight_count(8) == 3 * 3 * 8);  // the kernel at its quantizer's 8 bits
+  // 32-bit: the bias, the input quantizer's range (min, max) and the kernel quantizer's
+  // (a min and a max per output channel): quantizer state is counted like any parameter.
+  CHECK(conv.weight_count(32) == 8 + 2 + 2 * 8);
+  CHECK(conv.mac_count(8) == f.layers[0].mac_count(32));  // the same MACs, now 8-bit
+  CHECK(conv.mac_count(32) == 0);
+  CHECK_FALSE(q.layers[1].input_precision);  // the max pool's QDQ is off in NVIDIA's scheme
+  const auto& dense = q.layers[3];
+  CHECK(dense.input_precision == std::optional<int>(8));
+  CHECK(dense.mac_count(8) == 13 * 13 * 8 * 10);
+  CHECK(q.mac_count(8) == conv.mac_count(8) + dense.mac_count(8));
+  // Printed: an 8-bit column.
+  std::ostringstream out;
+  xq::print_summary(q, out);
+  CHECK_THAT(out.str(), Catch::Contains("8-bit"));
 }

@@ -94,21 +94,22 @@ namespace detail {
 
 /// The layers `model` reaches through its children (and the float layers its wrappers
 /// hold), for `checked_calls`.
+template <class Layer>
+void add_reachable(Layer& l, const std::string& path, reachable_layers& r) {
+  if constexpr (is_quantizer_v<Layer>) r.add(static_cast<const quantizer_base*>(&l));
+  if constexpr (has_float_layer_v<Layer>) r.add(&l.float_layer());
+  if constexpr (has_children_v<Layer>) {
+    r.add_composite(&l, sizeof(Layer), path, type_short_name<Layer>());
+    for_each_child(l, [&](auto& child, const std::string& name) { add_reachable(child, join_path(path, name), r); });
+  } else {
+    r.add(&l);
+  }
+}
+
 template <class Model>
 reachable_layers reachable_from(Model& model) {
   reachable_layers r;
-  for_each_layer(model, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (is_quantizer_v<L>) r.add(static_cast<const quantizer_base*>(&l));
-    if constexpr (has_children_v<L>) {
-      std::string path;
-      if constexpr (has_path_v<L>) path = l.path();
-      r.add_composite(&l, sizeof(L), path, type_short_name<L>());
-    } else {
-      r.add(&l);
-    }
-    if constexpr (has_float_layer_v<L>) r.add(&l.float_layer());
-  });
+  add_reachable(model, "", r);
   return r;
 }
 

@@ -153,6 +153,11 @@ quantize_t<Layer> quantize_layer(const Layer& layer) {
 
 namespace detail {
 
+/// Never defined: what `apply` returns after a failed static_assert, so that the
+/// diagnostic is the only error.
+template <class T>
+T unbuildable_twin();
+
 template <class T>
 using settable_name_op = decltype(std::declval<T&>().name(std::declval<const T&>().name()));
 template <class T>
@@ -171,10 +176,13 @@ auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::
                   "template parameter), and the twin's child type cannot be made from it. Build each "
                   "child from arguments both child types take (`Inner inner{16};`), or give the "
                   "composite a constructor from the float composite.");
-    static_assert(std::is_default_constructible_v<type>,
+    static_assert(std::is_default_constructible_v<type> || std::is_default_constructible_v<Layer>,
                   "xquant: the quantized twin of this composite is built by default construction "
                   "and then given its children's twins; give the composite a default constructor "
                   "(default arguments will do), or a constructor from the float composite.");
+    if constexpr (!std::is_default_constructible_v<type>) {
+      return unbuildable_twin<type>();  // (the assertions above have failed)
+    } else {
     type twin{};
     auto float_children = children(composite);
     auto twin_children = children(twin);
@@ -200,6 +208,7 @@ auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::
         twin_children);
     if constexpr (has_settable_name<type>::value) twin.name(composite.name());
     return twin;
+    }
   }
 }
 

@@ -109,6 +109,13 @@ struct quantize<sequential<Layers...>> {
   }
 };
 
+/// A quantizer used as a layer (Larq's `ste_sign()` in a sequential, a user's) is its own
+/// twin: it is quantization already.
+template <class Q>
+struct quantize<Q, std::enable_if_t<is_quantizer_v<Q>>> {
+  using type = Q;
+};
+
 /// A twin quantizes to itself (quantizing twice is harmless).
 template <class Layer> struct quantize<weight_quantized<Layer>> { using type = weight_quantized<Layer>; };
 template <class Layer> struct quantize<input_quantized<Layer>> { using type = input_quantized<Layer>; };
