@@ -13,7 +13,10 @@ headers of its own room or of a room of LOWER rank, never one of its own rank or
     rank 6  transform
     rank 7  summary, train   (two rooms of one rank: neither includes the other)
     rank 8  io
-            xquant.hpp, the umbrella, may include anything and nothing includes it.
+            xquant.hpp, the umbrella, may include anything and nothing includes it;
+            src.hpp, the library of separate-compilation mode, includes the umbrella and
+            every <room>/impl/*.ipp. A room's impl/ folder (the .ipp files of its headers)
+            belongs to the room.
 
 Subfolders belong to their room (train/detail is train). Checked: every `#include "..."`
 in include/xquant/**/*.hpp and *.cuh, resolved as the compiler does (relative to the
@@ -50,8 +53,10 @@ ROOMS = {
 # Headers at the root of include/xquant: the room they belong to.
 ROOT_FILES = {"config.hpp": "core"}
 UMBRELLA = "xquant.hpp"
+# The library of separate-compilation mode: includes every header and every .ipp.
+LIBRARY = "src.hpp"
 UMBRELLA_RANK = max(ROOMS.values()) + 1
-EXTENSIONS = (".hpp", ".cuh")
+EXTENSIONS = (".hpp", ".cuh", ".ipp")
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<(xquant/[^>\n]+)>)')
 
@@ -95,6 +100,8 @@ def room_of(rel):
     if len(parts) == 1:
         if parts[0] == UMBRELLA:
             return "umbrella", UMBRELLA_RANK
+        if parts[0] == LIBRARY:
+            return "library", UMBRELLA_RANK + 1
         room = ROOT_FILES.get(parts[0])
         return (room, ROOMS[room]) if room else None
     return (parts[0], ROOMS[parts[0]]) if parts[0] in ROOMS else None

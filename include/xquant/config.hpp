@@ -6,6 +6,22 @@
 #define XQ_VERSION_MINOR 1
 #define XQ_VERSION_PATCH 0
 
+/// Separate compilation, as Boost.Asio offers it. xquant is header-only by default: every
+/// translation unit compiles what it uses. Defining XQ_SEPARATE_COMPILATION in every
+/// translation unit of a program, and compiling <xquant/src.hpp> in one of them (CMake:
+/// link `xquant::compiled`), compiles the library's non-template code once instead: the
+/// headers then only declare it, and a program's own translation units build in seconds.
+///
+/// How a header is split: what templates and one-line accessors need stays in the header;
+/// the bodies of other functions are in `<room>/impl/<header>.ipp`, declared `XQ_DECL` (inline
+/// in header-only mode, an ordinary declaration in separate mode), and the header includes
+/// its .ipp at its end unless XQ_SEPARATE_COMPILATION is defined.
+#if defined(XQ_SEPARATE_COMPILATION)
+#define XQ_DECL
+#else
+#define XQ_DECL inline
+#endif
+
 // Device code: every elementwise kernel in quant/ is written once and compiled
 // for the host (float and xsimd batches) and, under nvcc, for the device.
 #if defined(__CUDACC__)

@@ -1,0 +1,5 @@
+#pragma once
+/// \file all.ipp
+/// The kernels room's compiled code, for <xquant/src.hpp>: every .ipp of kernels/impl/.
+
+#include "workspace.ipp"

@@ -1,0 +1,4 @@
+#pragma once
+/// \file all.ipp
+/// The train room's compiled code, for <xquant/src.hpp>: every .ipp of train/impl/.
+
