@@ -39,10 +39,44 @@
 #define XQ_ALWAYS_INLINE inline
 #endif
 
-// Tensors at least this large are split across threads (when OpenMP is on).
-// Below it, thread start-up costs more than the work.
+// Thresholds below which work stays on the caller's thread (kernels/threads.hpp). Measured
+// on 2 Zen 3 cores with Google Benchmark (bench/threads_bench.cpp; figures and command in
+// bench/README.md, "Threads"): each is where two threads are clearly faster than one on a
+// quiet machine. Below them a region costs more than it saves, and where another process
+// keeps a core busy every region costs milliseconds. Override with -D.
+
+// Elementwise walkers and fake quantizers (parallel_for): elements of the tensor. Two
+// threads: 1.1x at 16Ki, 1.5x at 64Ki, 1.7x at 256Ki on a quiet machine.
 #ifndef XQ_PARALLEL_THRESHOLD
 #define XQ_PARALLEL_THRESHOLD (std::size_t(1) << 18)
+#endif
+
+// Per-image loops (im2col, col2im, pooling, depthwise convolution): elements written or
+// read per call, as each caller counts them (im2col: the column matrix). Two threads at
+// 512Ki: 1.3-2.0x quiet; with a busy core and OMP_WAIT_POLICY=passive, 0.96x (im2col) and
+// 1.1x (col2im), where at 128Ki they lose 30%.
+#ifndef XQ_PARALLEL_ITEMS_THRESHOLD
+#define XQ_PARALLEL_ITEMS_THRESHOLD (std::size_t(1) << 19)
+#endif
+
+// GEMMs: m * n * k (multiply-adds). Below it a GEMM runs on one thread; at or above it
+// OpenBLAS threads it (or, in deterministic mode, xquant spreads fixed blocks of it).
+// OpenBLAS 0.3.21 itself threads from 262,144 up; two threads gain 1.2-1.7x at 4Mi on a
+// quiet machine, but with a busy core cost 0.7 ms per GEMM at 1Mi (a 14x slowdown there).
+#ifndef XQ_GEMM_PARALLEL_THRESHOLD
+#define XQ_GEMM_PARALLEL_THRESHOLD (std::size_t(1) << 22)
+#endif
+
+// Deterministic mode: the most blocks of C a large GEMM is cut into (kernels/gemm.hpp).
+// Results in deterministic mode depend on it (not on the thread count): changing it
+// changes bits.
+#ifndef XQ_GEMM_BLOCKS
+#define XQ_GEMM_BLOCKS 8
+#endif
+
+// Whether deterministic mode (kernels/threads.hpp) is on at start-up.
+#ifndef XQ_DETERMINISTIC_DEFAULT
+#define XQ_DETERMINISTIC_DEFAULT 0
 #endif
 
 /// Marks a loop over independent elements (no sums across iterations) for
