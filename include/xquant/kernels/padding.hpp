@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/shape_check.hpp"
 #include "../core/tensor.hpp"
@@ -141,11 +142,7 @@ window2d resolve_window(const std::string& path, const Shape& x_shape, std::size
 namespace detail {
 
 /// Throws `argument_error` unless both sizes are at least 1 (kernel sizes, strides, dilations).
-inline std::array<std::size_t, 2> positive_size2(const std::string& where, const char* what, size2 s) {
-  if (s.hw[0] == 0 || s.hw[1] == 0)
-    throw argument_error(where, concat(what, " of at least 1"), concat("(", s.hw[0], ", ", s.hw[1], ")"));
-  return s.hw;
-}
+XQ_DECL std::array<std::size_t, 2> positive_size2(const std::string& where, const char* what, size2 s);
 
 /// The window geometry of a pooling op over x (rank 4 checked here).
 template <class Shape>
@@ -160,3 +157,7 @@ window2d pool_window(const std::string& path, const Shape& x_shape, size2 pool_s
 
 }  // namespace detail
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/padding.ipp"
+#endif
