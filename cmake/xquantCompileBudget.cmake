@@ -41,8 +41,10 @@ if(XQ_COMPILE_BUDGET)
       --compile-commands "${PROJECT_BINARY_DIR}/compile_commands.json"
       --work-dir "${PROJECT_BINARY_DIR}/compile_budget"
       --umbrella "xquant/xquant.hpp:1.5")
-    # The umbrella is compiled with the flags of its header-check TU (xq_add_header_check).
-    _xq_budget_source(xquant_header_check _check)
+    # The umbrella is compiled with the flags of its header-check TU in separate-compilation
+    # mode (xq_add_header_check; XQ_SEPARATE_COMPILATION, as the programs measured below: they
+    # link xquant::compiled).
+    _xq_budget_source(xquant_header_check_separate _check)
     if(_check)
       get_filename_component(_check_dir "${_check}" DIRECTORY)
       list(APPEND _args --umbrella-flags-from "${_check_dir}/xquant_xquant_hpp.cpp")

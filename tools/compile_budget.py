@@ -54,7 +54,7 @@ Examples. From a build configured with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON (or
 -DXQ_COMPILE_BUDGET=ON), each TU with its own command:
 
   python3 tools/compile_budget.py --compile-commands build/compile_commands.json \\
-      --umbrella-flags-from build/tests/xquant_header_check/xquant_xquant_hpp.cpp \\
+      --umbrella-flags-from build/tests/xquant_header_check_separate/xquant_xquant_hpp.cpp \\
       --tu readme=build/tests/readme_example.cpp:3 \\
       --tu qat=examples/fashion_mnist_qat/fashion_mnist_qat.cpp:3 --report-only
 

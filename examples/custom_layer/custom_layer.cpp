@@ -1,6 +1,8 @@
 // Two layers xquant does not have, ShuffleNet's grouped 1x1 convolution and channel
-// shuffle, given quantized twins without touching the library: one specialization of
-// `xq::quantize` each, plus the scheme's defaults for the weighted one. The model mixes
+// shuffle, written to the layer contract (docs/layer_contract.md) and given quantized
+// twins without touching the library: one specialization of `xq::quantize` each, which
+// turns their QDQ on by default (NVIDIA's procedure: defining the wrapper registers the
+// layer; the scheme's placement for unlisted weighted and weightless layers applies). The model mixes
 // them with library layers inside a composite and a sequential; `quantize_model`
 // quantizes it, and one training-mode pass shows which quantizers ran and how far the
 // quantized output is from the float one.
@@ -103,8 +105,10 @@ inline xq::var channel_shuffle(const xq::var& x, std::size_t groups, const std::
 
 }  // namespace ops
 
-/// A weighted layer. What makes it quantizable is weight_quantized's layer contract:
-/// kernel(), bias(), ensure_built(x) and call_with(x, kernel, bias). The twin calls
+/// A weighted layer. `call` is its forward (xq::layer<Self>::operator() runs it, and records
+/// it in the graph trace with its role: a convolution, so batch-norm folding and NVIDIA's
+/// placement cases treat it as one). What makes it quantizable is weight_quantized's part
+/// of the contract: kernel(), bias(), ensure_built(x) and call_with(x, kernel, bias). The twin calls
 /// call_with with the fake-quantized kernel (or, with batch-norm folding, the folded
 /// one), so call_with must use the kernel it is given, never kernel_, and be linear in
 /// it with the output channels on the kernel's last axis (true of any convolution).
@@ -114,8 +118,9 @@ class grouped_pointwise_conv : public xq::layer<grouped_pointwise_conv> {
       : xq::layer<grouped_pointwise_conv>("grouped_pointwise_conv"), filters_(filters), groups_(groups) {
     if (groups == 0) throw xq::argument_error("grouped_pointwise_conv", "at least 1 group", "0");
   }
+  static constexpr xq::layer_role role = xq::layer_role::conv;
 
-  xq::var operator()(const xq::var& x) {
+  xq::var call(const xq::var& x) {
     ensure_built(x);
     return call_with(x, xq::var(kernel_), xq::var(bias_));
   }
@@ -145,41 +150,36 @@ class grouped_pointwise_conv : public xq::layer<grouped_pointwise_conv> {
   xq::parameter_ptr kernel_, bias_;
 };
 
-/// A weightless layer: input_quantized only needs a callable xq::layer.
+/// A weightless layer: input_quantized only needs a layer with a `call` (its role is the
+/// default, `other`).
 class channel_shuffle : public xq::layer<channel_shuffle> {
  public:
   explicit channel_shuffle(std::size_t groups = 1) : xq::layer<channel_shuffle>("channel_shuffle"), groups_(groups) {
     if (groups == 0) throw xq::argument_error("channel_shuffle", "at least 1 group", "0");
   }
-  xq::var operator()(const xq::var& x) const { return ops::channel_shuffle(x, groups_, path()); }
+  xq::var call(const xq::var& x) const { return ops::channel_shuffle(x, groups_, path()); }
   std::vector<xq::parameter_ptr> parameters() const { return {}; }
 
  private:
   std::size_t groups_;
 };
 
-/// Registers the weighted layer's defaults in a scheme, as the scheme does for conv2d:
-/// quantize its input and its kernel (per output channel) unless a spec says otherwise.
-/// Without an entry the twin exists but stays off unless a spec names the layer.
-inline void add_my_layers(xq::quantization_scheme& scheme) {
-  xq::layer_defaults d;
-  d.quantize_input = true;
-  d.quantize_weight = true;
-  d.per_channel_weight = true;
-  scheme.layers["grouped_pointwise_conv"] = d;  // the type's name, as layer_type() spells it
-}
-
 }  // namespace my
 
-// The whole of xquant's side: one specialization per layer, outside the library.
+// The whole of xquant's side: one specialization per layer, outside the library. A
+// specialization's QDQ is on by default; `static constexpr bool quantized_by_default =
+// false;` in it would leave the layer off until a scheme or a spec names it (as the
+// built-in max_pool2d and batch_norm are under NVIDIA's scheme).
 template <>
 struct xq::quantize<my::grouped_pointwise_conv> {
-  using type = xq::weight_quantized<my::grouped_pointwise_conv>;
+  using type = xq::weight_quantized<my::grouped_pointwise_conv>;  // input + kernel per channel
 };
 template <>
 struct xq::quantize<my::channel_shuffle> {
-  using type = xq::input_quantized<my::channel_shuffle>;
+  using type = xq::input_quantized<my::channel_shuffle>;  // NVIDIA's NonWeighted wrapper: its input
 };
+static_assert(xq::quantized_by_default_v<my::channel_shuffle>);
+static_assert(!xq::quantized_by_default_v<xq::max_pool2d>);
 
 /// A ShuffleNet unit (stride 1), written as a class template over its children so that
 /// its twin is the same template over theirs.
@@ -236,9 +236,7 @@ int main() {
             xq::global_average_pool2d(), xq::dense(5).name("logits"));
   xq::build(model, input_shape);
 
-  xq::quantize_options options;                // NVIDIA's scheme, full mode
-  my::add_my_layers(options.scheme);           // the grouped convs: input + kernel by default
-  options.spec.add_type("channel_shuffle");    // the shuffles: input, because the spec says so
+  xq::quantize_options options;  // NVIDIA's scheme, full mode: nothing about the new layers
   auto qat = xq::quantize_model(model, options, input_shape);
 
   // One training-mode pass of both models on the same batch: the twin's quantizers take
