@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs the dependencies, configures build/ (Release; tests,
-# benchmarks and examples on; CUDA on when nvcc is found), builds everything and runs
-# every CTest test, the packaging tests (labelled `packaging`) included.
+# benchmarks, examples and the compile-time budget check on; CUDA on when nvcc is found),
+# builds everything and runs every CTest test, the packaging tests (labelled `packaging`)
+# and the compile budget (labelled `compile_budget`, tools/compile_budget.py) included.
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh -L packaging    # extra arguments go to ctest
@@ -45,7 +46,7 @@ log "configure $build (CUDA $cuda)"
 start=$SECONDS
 cmake -S . -B "$build" "${generator[@]}" "${launcher[@]}" \
   -DCMAKE_BUILD_TYPE=Release \
-  -DXQ_BUILD_TESTS=ON -DXQ_BUILD_BENCHMARKS=ON -DXQ_BUILD_EXAMPLES=ON \
+  -DXQ_BUILD_TESTS=ON -DXQ_BUILD_BENCHMARKS=ON -DXQ_BUILD_EXAMPLES=ON -DXQ_COMPILE_BUDGET=ON \
   -DXQ_WITH_CUDA="$cuda" \
   "${extra_cmake_args[@]}"
 
