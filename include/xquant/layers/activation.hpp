@@ -14,7 +14,6 @@
 ///   xq::leaky_relu act(0.1f);  xq::var g = act(h);  // layer
 /// \endcode
 
-#include <cmath>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -75,11 +74,7 @@ void map_elements(const float* a, const float* b, float* out, std::size_t n, F f
 }
 
 /// Numerically stable logistic: never exponentiates a positive number.
-inline float stable_sigmoid(float x) {
-  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
-}
+XQ_DECL float stable_sigmoid(float x);
 
 /// y = f(x) elementwise; backward dx = dy * g(x, dy) computed from the input.
 template <class Forward, class Backward>
@@ -110,93 +105,28 @@ var elementwise_from_output(const var& x, Forward f, Backward g) {
 namespace ops {
 
 /// max(x, 0). NaN passes through. Gradient 0 at x == 0 (TF's ReluGrad).
-inline var relu(const var& x) {
-  return detail::traced_function("relu", layer_role::activation, x, detail::elementwise_from_input(
-      x, [](float v) { return v < 0.0f ? 0.0f : v; },
-      [](float v, float d) { return d * static_cast<float>(v > 0.0f); }));
-}
+XQ_DECL var relu(const var& x);
 
 /// min(max(x, 0), 6). Gradient only for 0 < x < 6 (TF's Relu6Grad).
-inline var relu6(const var& x) {
-  return detail::traced_function("relu6", layer_role::activation, x, detail::elementwise_from_input(
-      x, [](float v) { return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v); },
-      [](float v, float d) { return d * static_cast<float>((v > 0.0f) & (v < 6.0f)); }));
-}
+XQ_DECL var relu6(const var& x);
 
 /// x for x > 0, alpha * x otherwise. The default 0.3 is Keras's LeakyReLU layer
 /// default; tf.nn.leaky_relu defaults to 0.2 and PyTorch's LeakyReLU to 0.01.
-inline var leaky_relu(const var& x, float alpha = 0.3f) {
-  return detail::traced_function("leaky_relu", layer_role::activation, x, detail::elementwise_from_input(
-      x, [alpha](float v) { return v > 0.0f ? v : v * alpha; },
-      [alpha](float v, float d) { return v > 0.0f ? d : d * alpha; }));
-}
+XQ_DECL var leaky_relu(const var& x, float alpha = 0.3f);
 
 /// 1 / (1 + exp(-x)), computed without overflow for large |x|.
-inline var sigmoid(const var& x) {
-  return detail::traced_function("sigmoid", layer_role::activation, x, detail::elementwise_from_output(
-      x, [](float v) { return detail::stable_sigmoid(v); },
-      [](float y, float d) { return d * (y * (1.0f - y)); }));
-}
+XQ_DECL var sigmoid(const var& x);
 
 /// Hyperbolic tangent.
-inline var tanh(const var& x) {
-  return detail::traced_function("tanh", layer_role::activation, x, detail::elementwise_from_output(
-      x, [](float v) { return std::tanh(v); }, [](float y, float d) { return d * (1.0f - y * y); }));
-}
+XQ_DECL var tanh(const var& x);
 
 /// x * sigmoid(x) (Keras's swish / silu). The gradient, as TF writes it:
 /// s * (1 + x * (1 - s)).
-inline var swish(const var& x) {
-  return detail::traced_function("swish", layer_role::activation, x, detail::elementwise_from_input(
-      x, [](float v) { return v * detail::stable_sigmoid(v); },
-      [](float v, float d) {
-        const float s = detail::stable_sigmoid(v);
-        return d * (s * (1.0f + v * (1.0f - s)));
-      }));
-}
+XQ_DECL var swish(const var& x);
 
 /// exp(x - max) / sum over the last axis (the max is subtracted so no exp
 /// overflows). `path` names the caller in errors.
-inline var softmax(const var& x, const std::string& path = "softmax") {
-  if (x.dimension() < 1)
-    throw shape_error(path, "input of rank 1 or more (softmax runs over the last axis)",
-                      detail::shape_string(x.shape()));
-  const std::size_t n = x.shape().back();
-  const std::size_t rows = n == 0 ? 0 : x.size() / n;
-  tensor y = tensor::from_shape(x.shape());
-  const float* xp = x.value().data();
-  float* yp = y.data();
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* xr = xp + r * n;
-    float* yr = yp + r * n;
-    float m = xr[0];
-    for (std::size_t j = 1; j < n; ++j) m = xr[j] > m ? xr[j] : m;
-    double sum = 0.0;
-    for (std::size_t j = 0; j < n; ++j) {
-      yr[j] = std::exp(xr[j] - m);
-      sum += yr[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (std::size_t j = 0; j < n; ++j) yr[j] *= inv;
-  }
-  // dx = y * (dy - sum(dy * y)) per row.
-  return detail::traced_function("softmax", layer_role::activation, x, detail::make_result_with_output(std::move(y), needs_grad(x),
-                                         [x, rows, n](const tensor& dy, const tensor& out) {
-                                           tensor dx = tensor::from_shape(x.shape());
-                                           for (std::size_t r = 0; r < rows; ++r) {
-                                             const float* yr = out.data() + r * n;
-                                             const float* dyr = dy.data() + r * n;
-                                             float* dxr = dx.data() + r * n;
-                                             double dot = 0.0;
-                                             for (std::size_t j = 0; j < n; ++j)
-                                               dot += static_cast<double>(dyr[j]) * yr[j];
-                                             const float d = static_cast<float>(dot);
-                                             for (std::size_t j = 0; j < n; ++j)
-                                               dxr[j] = yr[j] * (dyr[j] - d);
-                                           }
-                                           add_grad(x, std::move(dx));
-                                         }));
-}
+XQ_DECL var softmax(const var& x, const std::string& path = "softmax");
 
 }  // namespace ops
 
@@ -205,7 +135,7 @@ class relu : public layer<relu> {
  public:
   static constexpr layer_role role = layer_role::activation;
   relu() : layer<relu>("relu") {}
-  var call(const var& x) const { return ops::relu(x); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
@@ -214,7 +144,7 @@ class relu6 : public layer<relu6> {
  public:
   static constexpr layer_role role = layer_role::activation;
   relu6() : layer<relu6>("relu6") {}
-  var call(const var& x) const { return ops::relu6(x); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
@@ -223,7 +153,7 @@ class leaky_relu : public layer<leaky_relu> {
  public:
   static constexpr layer_role role = layer_role::activation;
   explicit leaky_relu(float alpha = 0.3f) : layer<leaky_relu>("leaky_relu"), alpha_(alpha) {}
-  var call(const var& x) const { return ops::leaky_relu(x, alpha_); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
   float alpha() const noexcept { return alpha_; }
 
@@ -236,7 +166,7 @@ class sigmoid : public layer<sigmoid> {
  public:
   static constexpr layer_role role = layer_role::activation;
   sigmoid() : layer<sigmoid>("sigmoid") {}
-  var call(const var& x) const { return ops::sigmoid(x); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
@@ -245,7 +175,7 @@ class tanh : public layer<tanh> {
  public:
   static constexpr layer_role role = layer_role::activation;
   tanh() : layer<tanh>("tanh") {}
-  var call(const var& x) const { return ops::tanh(x); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
@@ -254,7 +184,7 @@ class swish : public layer<swish> {
  public:
   static constexpr layer_role role = layer_role::activation;
   swish() : layer<swish>("swish") {}
-  var call(const var& x) const { return ops::swish(x); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
@@ -263,8 +193,12 @@ class softmax : public layer<softmax> {
  public:
   static constexpr layer_role role = layer_role::activation;
   softmax() : layer<softmax>("softmax") {}
-  var call(const var& x) const { return ops::softmax(x, path()); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/activation.ipp"
+#endif

@@ -10,12 +10,12 @@
 ///   xq::var w = xq::ops::add(a, b);                // functional
 /// \endcode
 
-#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
@@ -27,44 +27,17 @@ namespace detail {
 
 /// Throws unless there is at least one input and all have input 0's shape
 /// (shared by add and multiply).
-inline void require_same_input_shapes(const std::string& path, const std::vector<var>& inputs) {
-  if (inputs.empty()) throw argument_error(path, "at least one input", "none");
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i].defined())
-      throw argument_error(path, concat("a defined var as input ", i), "an empty var");
-  const auto& s0 = inputs[0].shape();
-  for (std::size_t i = 1; i < inputs.size(); ++i) {
-    const auto& si = inputs[i].shape();
-    if (!(si.size() == s0.size() && std::equal(s0.begin(), s0.end(), si.begin())))
-      throw shape_error(path, concat("input ", i, " of shape ", shape_string(s0), " (the shape of input 0)"),
-                        shape_string(si));
-  }
-}
+XQ_DECL void require_same_input_shapes(const std::string& path, const std::vector<var>& inputs);
 
 }  // namespace detail
 
 namespace ops {
 
 /// Sum of `inputs` (all of one shape). Each input's gradient is the output's.
-inline var add(const std::vector<var>& inputs, const std::string& path = "add") {
-  detail::require_same_input_shapes(path, inputs);
-  tensor y = inputs[0].value();
-  float* yp = y.data();
-  const std::size_t n = y.size();
-  for (std::size_t k = 1; k < inputs.size(); ++k) {
-    const float* xp = inputs[k].value().data();
-    for (std::size_t i = 0; i < n; ++i) yp[i] += xp[i];
-  }
-  // The same var twice (a + a) gets two contributions: add_grad accumulates.
-  return detail::traced_function("add", layer_role::merge, inputs,
-                                 make_result(std::move(y), needs_grad(inputs), [inputs](const tensor& dy) {
-                                   for (const var& x : inputs)
-                                     if (x.requires_grad()) add_grad(x, tensor(dy));
-                                 }));
-}
+XQ_DECL var add(const std::vector<var>& inputs, const std::string& path = "add");
 
 /// a + b (same shapes).
-inline var add(const var& a, const var& b, const std::string& path = "add") { return add({a, b}, path); }
+XQ_DECL var add(const var& a, const var& b, const std::string& path = "add");
 
 }  // namespace ops
 
@@ -73,9 +46,13 @@ class add : public layer<add> {
  public:
   static constexpr layer_role role = layer_role::merge;
   add() : layer<add>("add") {}
-  var call(const var& a, const var& b) const { return ops::add({a, b}, path()); }
-  var call(const std::vector<var>& inputs) const { return ops::add(inputs, path()); }
+  XQ_DECL var call(const var& a, const var& b) const;
+  XQ_DECL var call(const std::vector<var>& inputs) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/add.ipp"
+#endif

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/layer.hpp"
-#include "../core/mode.hpp"
 #include "../core/parameter.hpp"
 #include "../core/random.hpp"
 #include "../core/tape.hpp"
@@ -24,9 +24,7 @@ namespace xq {
 
 namespace detail {
 
-inline void require_dropout_rate(const std::string& path, float rate) {
-  if (!(rate >= 0.0f && rate < 1.0f)) throw argument_error(path, "a dropout rate in [0, 1)", concat(rate));
-}
+XQ_DECL void require_dropout_rate(const std::string& path, float rate);
 
 }  // namespace detail
 
@@ -35,32 +33,7 @@ namespace ops {
 /// Drops each value with probability `rate` (drawing from `rng`) and scales the
 /// kept ones by 1 / (1 - rate): always, whatever the mode (the layer decides
 /// when to call it). The mask is kept for backward.
-inline var dropout(const var& x, float rate, std::mt19937& rng, const std::string& path = "dropout") {
-  detail::require_dropout_rate(path, rate);
-  if (rate == 0.0f) return x;
-  const float scale = 1.0f / (1.0f - rate);
-  // Keep a value when a 32-bit draw is >= rate * 2^32: probability 1 - rate up to
-  // 2^-32, one engine call per value and no float conversion.
-  const std::uint64_t threshold = static_cast<std::uint64_t>(static_cast<double>(rate) * 4294967296.0);
-  const std::size_t n = x.size();
-  std::vector<unsigned char> keep(n);
-  tensor y = tensor::from_shape(x.shape());
-  const float* xp = x.value().data();
-  float* yp = y.data();
-  for (std::size_t i = 0; i < n; ++i) {
-    keep[i] = static_cast<std::uint64_t>(rng()) >= threshold;
-    // (x * scale) * mask, in TF's order of operations.
-    yp[i] = (xp[i] * scale) * (keep[i] ? 1.0f : 0.0f);
-  }
-  return make_result(std::move(y), needs_grad(x), [x, keep = std::move(keep), scale](const tensor& dy) {
-    tensor dx = tensor::from_shape(x.shape());
-    const float* dyp = dy.data();
-    float* dxp = dx.data();
-    for (std::size_t i = 0, count = dx.size(); i < count; ++i)
-      dxp[i] = (dyp[i] * scale) * (keep[i] ? 1.0f : 0.0f);
-    add_grad(x, std::move(dx));
-  });
-}
+XQ_DECL var dropout(const var& x, float rate, std::mt19937& rng, const std::string& path = "dropout");
 
 }  // namespace ops
 
@@ -75,10 +48,7 @@ class dropout : public layer<dropout> {
     detail::require_dropout_rate("dropout", rate);
   }
 
-  var call(const var& x) {
-    if (!is_training()) return x;
-    return ops::dropout(x, rate_, rng_, path());
-  }
+  XQ_DECL var call(const var& x);
 
   /// Restarts the mask sequence from `seed` (the next call draws the masks a
   /// layer freshly made with this seed would).
@@ -100,3 +70,7 @@ class dropout : public layer<dropout> {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/dropout.ipp"
+#endif

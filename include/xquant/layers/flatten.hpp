@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
@@ -18,19 +19,7 @@ namespace xq {
 namespace ops {
 
 /// Keeps the batch axis and joins the rest. `path` names the caller in errors.
-inline var flatten(const var& x, const std::string& path = "flatten") {
-  if (x.dimension() < 1) throw shape_error(path, "input of shape (N, ...)", detail::shape_string(x.shape()));
-  const std::size_t n = x.shape()[0];
-  std::size_t rest = 1;
-  for (std::size_t i = 1; i < x.dimension(); ++i) rest *= x.shape()[i];
-  tensor y = x.value();
-  y.reshape({n, rest});
-  return make_result(std::move(y), needs_grad(x), [x](const tensor& dy) {
-    tensor dx = dy;
-    dx.reshape(x.shape());
-    add_grad(x, std::move(dx));
-  });
-}
+XQ_DECL var flatten(const var& x, const std::string& path = "flatten");
 
 }  // namespace ops
 
@@ -38,8 +27,12 @@ inline var flatten(const var& x, const std::string& path = "flatten") {
 class flatten : public layer<flatten> {
  public:
   flatten() : layer<flatten>("flatten") {}
-  var call(const var& x) const { return ops::flatten(x, path()); }
+  XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/flatten.ipp"
+#endif

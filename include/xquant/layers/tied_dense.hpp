@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
@@ -31,29 +32,15 @@ class tied_dense : public layer<tied_dense> {
   static constexpr bool counts_macs = false;
   tied_dense() : layer<tied_dense>("tied_dense") {}
   /// Uses `matrix` (in, out) as its kernel: shares it, does not copy it.
-  explicit tied_dense(parameter_ptr matrix, bool use_bias = false)
-      : layer<tied_dense>("tied_dense"), kernel_(std::move(matrix)) {
-    if (!kernel_) throw argument_error(path(), "a built matrix parameter to tie to", "a null parameter (not built yet?)");
-    if (kernel_->value.dimension() != 2)
-      throw shape_error(path(), "a matrix of rank 2 (in, out) to tie to", detail::shape_string(kernel_->value.shape()));
-    if (use_bias) bias_ = make_parameter("bias", xt::zeros<float>({kernel_->value.shape()[1]}));
-    name_parameters();
-  }
+  explicit XQ_DECL tied_dense(parameter_ptr matrix, bool use_bias = false);
 
-  var call(const var& x) {
-    ensure_built(x);
-    return call_with(x, kernel_, bias_ ? var(bias_) : var());
-  }
+  XQ_DECL var call(const var& x);
 
   /// The weighted-layer contract (weight_quantized.hpp): the tied matrix is the kernel.
   const parameter_ptr& kernel() const noexcept { return kernel_; }
   const parameter_ptr& bias() const noexcept { return bias_; }
-  void ensure_built(const var&) const {
-    if (!kernel_) throw argument_error(path(), "a matrix tied at construction", "a default-constructed tied_dense");
-  }
-  var call_with(const var& x, const var& kernel, const var& bias) const {
-    return ops::matmul_bias(x, kernel, bias.defined() ? &bias : nullptr, path());
-  }
+  XQ_DECL void ensure_built(const var&) const;
+  XQ_DECL var call_with(const var& x, const var& kernel, const var& bias) const;
 
   /// Its own parameters: the bias only (the matrix belongs to its owner).
   std::vector<parameter_ptr> parameters() const { return {bias_}; }
@@ -69,3 +56,7 @@ class tied_dense : public layer<tied_dense> {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/tied_dense.ipp"
+#endif

@@ -11,9 +11,9 @@
 ///                .kernel_constraint(xq::weight_clip());          // on a quant layer
 /// \endcode
 
-#include <cmath>
 #include <cstddef>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/tensor.hpp"
 
@@ -29,14 +29,7 @@ class weight_clip {
 
   /// Clips `w` in place, as `tf.clip_by_value(w, -c, c)`: minimum with c first, then
   /// maximum with -c, so a NaN stays NaN.
-  void operator()(tensor& w) const {
-    const float hi = clip_value_, lo = -clip_value_;
-    float* p = w.data();
-    for (std::size_t i = 0, n = w.size(); i < n; ++i) {
-      const float t = hi < p[i] ? hi : p[i];
-      p[i] = t < lo ? lo : t;
-    }
-  }
+  XQ_DECL void operator()(tensor& w) const;
 
   float clip_value() const noexcept { return clip_value_; }
 
@@ -45,3 +38,7 @@ class weight_clip {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/weight_clip.ipp"
+#endif

@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
+#include "../config.hpp"
 #include "../core/shape_check.hpp"
 #include "../kernels/padding.hpp"
-#include "../layers/pad2d.hpp"
 #include "wrapped_layer.hpp"
 
 namespace xq {
@@ -24,16 +24,8 @@ namespace detail {
 /// `x` (the quantized input) is padded with it as TF's `same` rule pads zeros, and
 /// `geometry` becomes `valid`; otherwise nothing changes (TF pads the zeros itself).
 /// -0.0 counts as 0, as Larq's `pad_values == 0.0` test does.
-inline void pad_same_with_value(var& x, conv2d_geometry& geometry, std::size_t k_h, std::size_t k_w, float pad_value,
-                                const std::string& path) {
-  if (geometry.padding != padding::same || pad_value == 0.0f) return;
-  require_shape(path, x.shape(), {any('N'), any('H'), any('W'), any('C')});
-  (void)resolve_window(path, x.shape(), k_h, k_w, geometry);  // the shape errors of a same conv
-  const window_axis h = resolve_axis(x.shape()[1], k_h, geometry.strides[0], geometry.dilation[0], padding::same);
-  const window_axis w = resolve_axis(x.shape()[2], k_w, geometry.strides[1], geometry.dilation[1], padding::same);
-  x = ops::pad2d(x, h.pad_before, h.pad_after, w.pad_before, w.pad_after, pad_value, path);
-  geometry.padding = padding::valid;
-}
+XQ_DECL void pad_same_with_value(var& x, conv2d_geometry& geometry, std::size_t k_h, std::size_t k_w, float pad_value,
+                                 const std::string& path);
 
 /// A quant layer over a sliding-window float layer `Float` (conv2d, depthwise_conv2d).
 template <class Self, class Float>
@@ -96,3 +88,7 @@ class quant_window_layer : public wrapped_layer<Self, Float> {
 
 }  // namespace detail
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/quant_window_layer.ipp"
+#endif

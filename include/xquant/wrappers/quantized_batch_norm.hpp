@@ -9,7 +9,7 @@
 #include <memory>
 #include <utility>
 
-#include "../core/mode.hpp"
+#include "../config.hpp"
 #include "../layers/batch_norm.hpp"
 #include "batch_norm_folding.hpp"
 #include "input_quantized.hpp"
@@ -23,17 +23,7 @@ class quantized_batch_norm : public input_quantized<batch_norm, quantized_batch_
   quantized_batch_norm() : base(batch_norm{}) {}
   explicit quantized_batch_norm(batch_norm layer) : base(std::move(layer)) {}
 
-  var call(const var& x) {
-    const var in = input_(x);
-    var y;
-    if (fold_ && fold_->frozen()) {
-      const training_mode moving_statistics(false);
-      y = layer_(in);
-    } else {
-      y = layer_(in);
-    }
-    return finish(y);
-  }
+  XQ_DECL var call(const var& x);
 
   /// Links this batch norm to the conv that folds it (`quantize_model` calls it).
   void fold(std::shared_ptr<batch_norm_fold> link) { fold_ = std::move(link); }
@@ -50,3 +40,7 @@ class quantized_batch_norm : public input_quantized<batch_norm, quantized_batch_
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/quantized_batch_norm.ipp"
+#endif

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../quantizers/fake_quantizer.hpp"
 
 namespace xq {
@@ -29,33 +30,15 @@ class site_quantizers {
   site_quantizers() : sites_(1) {}
 
   /// Fake-quantizes `x` with the quantizer of this call's site.
-  var operator()(const var& x) {
-    if (!sites_[0].enabled()) return x;
-    if (sites_.size() == 1) return sites_[0](x);
-    fake_quantizer& q = sites_[next_];
-    next_ = (next_ + 1) % sites_.size();
-    return q(x);
-  }
+  XQ_DECL var operator()(const var& x);
 
   /// One quantizer per call site (`sites` >= 1), all with the shared one's settings and
   /// each with its own state (a copy of the shared one's).
-  void set_call_sites(std::size_t sites) {
-    if (sites == 0) sites = 1;
-    if (sites == sites_.size()) return;
-    const fake_quantizer first = sites_[0];
-    sites_.assign(sites, first);
-    for (std::size_t i = 1; i < sites_.size(); ++i) sites_[i].detach_state();
-    next_ = 0;
-  }
+  XQ_DECL void set_call_sites(std::size_t sites);
   std::size_t call_sites() const noexcept { return sites_.size(); }
   void reset_call_sites() noexcept { next_ = 0; }
 
-  void configure(const quantizer_config& c, bool enabled) {
-    for (auto& q : sites_) {
-      q.configure(c);
-      q.enable(enabled);
-    }
-  }
+  XQ_DECL void configure(const quantizer_config& c, bool enabled);
   bool enabled() const noexcept { return sites_[0].enabled(); }
 
   /// The quantizer of call site `i` (0 when shared).
@@ -86,3 +69,7 @@ class site_quantizers {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/site_quantizers.ipp"
+#endif

@@ -2,3 +2,7 @@
 /// \file all.ipp
 /// The wrappers room's compiled code, for <xquant/src.hpp>: every .ipp of wrappers/impl/.
 
+#include "batch_norm_folding.ipp"
+#include "quant_window_layer.ipp"
+#include "quantized_batch_norm.ipp"
+#include "site_quantizers.ipp"

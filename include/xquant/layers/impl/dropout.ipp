@@ -1,0 +1,54 @@
+#pragma once
+/// \file dropout.ipp
+/// dropout's code (layers/dropout.hpp).
+
+#include "../dropout.hpp"
+#include "../../core/mode.hpp"
+
+namespace xq {
+
+namespace detail {
+
+XQ_DECL void require_dropout_rate(const std::string& path, float rate) {
+  if (!(rate >= 0.0f && rate < 1.0f)) throw argument_error(path, "a dropout rate in [0, 1)", concat(rate));
+}
+
+}  // namespace detail
+
+namespace ops {
+
+XQ_DECL var dropout(const var& x, float rate, std::mt19937& rng, const std::string& path) {
+  detail::require_dropout_rate(path, rate);
+  if (rate == 0.0f) return x;
+  const float scale = 1.0f / (1.0f - rate);
+  // Keep a value when a 32-bit draw is >= rate * 2^32: probability 1 - rate up to
+  // 2^-32, one engine call per value and no float conversion.
+  const std::uint64_t threshold = static_cast<std::uint64_t>(static_cast<double>(rate) * 4294967296.0);
+  const std::size_t n = x.size();
+  std::vector<unsigned char> keep(n);
+  tensor y = tensor::from_shape(x.shape());
+  const float* xp = x.value().data();
+  float* yp = y.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    keep[i] = static_cast<std::uint64_t>(rng()) >= threshold;
+    // (x * scale) * mask, in TF's order of operations.
+    yp[i] = (xp[i] * scale) * (keep[i] ? 1.0f : 0.0f);
+  }
+  return make_result(std::move(y), needs_grad(x), [x, keep = std::move(keep), scale](const tensor& dy) {
+    tensor dx = tensor::from_shape(x.shape());
+    const float* dyp = dy.data();
+    float* dxp = dx.data();
+    for (std::size_t i = 0, count = dx.size(); i < count; ++i)
+      dxp[i] = (dyp[i] * scale) * (keep[i] ? 1.0f : 0.0f);
+    add_grad(x, std::move(dx));
+  });
+}
+
+}  // namespace ops
+
+XQ_DECL var dropout::call(const var& x) {
+  if (!is_training()) return x;
+  return ops::dropout(x, rate_, rng_, path());
+}
+
+}  // namespace xq
