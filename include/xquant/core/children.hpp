@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
+
 /// Declares a composite's children (members, in call order) and names them after
 /// the members.
 #define XQ_CHILDREN(...)                                                   \
@@ -44,24 +46,7 @@ struct children_of {};
 namespace detail {
 
 /// "conv, norm" -> {"conv", "norm"}; a trailing "_" of a private member is dropped.
-inline std::vector<std::string> split_member_names(const char* list) {
-  std::vector<std::string> names;
-  std::string current;
-  auto flush = [&] {
-    while (!current.empty() && (current.back() == ' ' || current.back() == '\n')) current.pop_back();
-    std::size_t b = current.find_first_not_of(" \n\t");
-    current = b == std::string::npos ? std::string() : current.substr(b);
-    if (!current.empty() && current.back() == '_') current.pop_back();
-    names.push_back(current);
-    current.clear();
-  };
-  for (const char* p = list; *p; ++p) {
-    if (*p == ',') flush();
-    else current += *p;
-  }
-  flush();
-  return names;
-}
+XQ_DECL std::vector<std::string> split_member_names(const char* list);
 
 template <class T, class = void>
 struct has_member_children : std::false_type {};
@@ -146,3 +131,7 @@ void for_each_child(T& composite, F&& f) {
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/children.ipp"
+#endif

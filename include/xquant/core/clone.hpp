@@ -45,6 +45,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "../config.hpp"
 #include "error.hpp"
 #include "layer_traits.hpp"
 #include "model.hpp"
@@ -85,17 +86,7 @@ void for_each_visible_parameter(L& l, F&& f) {
 class clone_map {
  public:
   /// Points `slot` at the clone of the parameter it points at (made on first sight).
-  void rebind(parameter_ptr& slot) {
-    if (!slot) return;
-    auto found = parameters_.find(slot.get());
-    if (found == parameters_.end()) {
-      auto copy = std::make_shared<parameter>(*slot);
-      copy->zero_grad();  // gradients belong to a step of the original, not to its state
-      made_.insert(copy.get());
-      found = parameters_.emplace(slot.get(), std::move(copy)).first;
-    }
-    slot = found->second;
-  }
+  void rebind(parameter_ptr& slot);
 
   /// Points `slot` at the clone of the link it points at; a new link is a copy whose
   /// `members` (its parameter_ptrs) are rebound like any slot.
@@ -161,3 +152,7 @@ Model clone_model(const Model& model) {
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/clone.ipp"
+#endif

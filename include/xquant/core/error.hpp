@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "../config.hpp"
+
 namespace xq {
 
 /// Base of every xquant exception.
@@ -20,9 +22,7 @@ class error : public std::runtime_error {
 class argument_error : public error {
  public:
   /// `where`: operator or layer path; `expected`/`given`: what was wrong.
-  argument_error(const std::string& where, const std::string& expected, const std::string& given)
-      : error(where + ": expected " + expected + ", given " + given),
-        where_(where), expected_(expected), given_(given) {}
+  argument_error(const std::string& where, const std::string& expected, const std::string& given);
 
   const std::string& where() const noexcept { return where_; }
   const std::string& expected() const noexcept { return expected_; }
@@ -42,8 +42,7 @@ class shape_error : public argument_error {
 class io_error : public error {
  public:
   /// `file`: the path; `what_was_wrong`: e.g. "truncated: expected 47040016 bytes, given 1024".
-  io_error(const std::string& file, const std::string& what_was_wrong)
-      : error(file + ": " + what_was_wrong), file_(file) {}
+  io_error(const std::string& file, const std::string& what_was_wrong);
   const std::string& file() const noexcept { return file_; }
 
  private:
@@ -63,3 +62,7 @@ std::string concat(Parts&&... parts) {
 
 }  // namespace detail
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/error.ipp"
+#endif

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "layer_traits.hpp"
 #include "var.hpp"
 
@@ -37,9 +38,7 @@ struct traced_call {
   const variable_state* output = nullptr;
 
   /// For messages: "block/conv (conv2d)" or "xq::ops::relu (a function)".
-  std::string describe() const {
-    return function ? "xq::ops::" + type + " (a function)" : path + " (" + type + ")";
-  }
+  std::string describe() const;
 };
 
 /// Records the calls of one forward pass while alive (innermost wins).
@@ -55,41 +54,17 @@ class graph_trace {
 
   /// Called by layers and functions. Keeps the states alive until the trace ends, so no
   /// address is reused by a later value and mistaken for an edge.
-  void record(traced_call call, const std::vector<var>& inputs, const var& output) {
-    call.inputs.clear();
-    for (const var& v : inputs) {
-      call.inputs.push_back(v.state().get());
-      keep_.push_back(v.state());
-    }
-    call.output = output.state().get();
-    keep_.push_back(output.state());
-    calls_.push_back(std::move(call));
-  }
+  void record(traced_call call, const std::vector<var>& inputs, const var& output);
 
   const std::vector<traced_call>& calls() const noexcept { return calls_; }
 
   /// The call that produced `value`, or nullptr (a model input, or a value no layer or
   /// traced function made).
-  const traced_call* producer(const variable_state* value) const {
-    for (const auto& c : calls_)
-      if (c.output == value) return &c;
-    return nullptr;
-  }
+  const traced_call* producer(const variable_state* value) const;
   /// Every call that takes `value` as an input (one entry per use).
-  std::vector<const traced_call*> consumers(const variable_state* value) const {
-    std::vector<const traced_call*> out;
-    for (const auto& c : calls_)
-      for (const auto* in : c.inputs)
-        if (in == value) out.push_back(&c);
-    return out;
-  }
+  std::vector<const traced_call*> consumers(const variable_state* value) const;
   /// How many times each layer path was called in the pass (functions not counted).
-  std::unordered_map<std::string, std::size_t> call_counts() const {
-    std::unordered_map<std::string, std::size_t> n;
-    for (const auto& c : calls_)
-      if (!c.function) ++n[c.path];
-    return n;
-  }
+  std::unordered_map<std::string, std::size_t> call_counts() const;
 
  private:
   static graph_trace*& active() noexcept {
@@ -102,3 +77,7 @@ class graph_trace {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/graph_trace.ipp"
+#endif

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "error.hpp"
 #include "graph_trace.hpp"
 #include "var.hpp"
@@ -33,22 +34,12 @@ class reachable_layers {
   void add(const void* address) { objects_.insert(address); }
   /// A reachable composite of `size` bytes at `address`, with its path and type (to name
   /// the owner of a stray member).
-  void add_composite(const void* address, std::size_t size, std::string path, std::string type) {
-    objects_.insert(address);
-    composites_.push_back({static_cast<const char*>(address), size, std::move(path), std::move(type)});
-  }
+  void add_composite(const void* address, std::size_t size, std::string path, std::string type);
   bool contains(const void* address) const { return objects_.count(address) != 0; }
 
   /// "block_1 (conv_block)": the innermost reachable composite whose storage holds
   /// `address` (the stray member's owner), or "" when none does.
-  std::string owner_of(const void* address) const {
-    const char* p = static_cast<const char*>(address);
-    const composite* best = nullptr;
-    for (const auto& c : composites_)
-      if (p >= c.begin && p < c.begin + c.size && (!best || c.size <= best->size)) best = &c;
-    if (!best) return "";
-    return (best->path.empty() ? std::string("the model") : "\"" + best->path + "\"") + " (" + best->type + ")";
-  }
+  std::string owner_of(const void* address) const;
 
  private:
   struct composite {
@@ -75,6 +66,11 @@ inline void collect_vars(std::vector<var>& out, const std::vector<var>& vs) { ou
 template <class T>
 void collect_vars(std::vector<var>&, const T&) {}
 
+/// Throws the error of a leaf call the active reachability check `check` refuses: the
+/// layer at `object`, called `name`, of type `type()` (see leaf_call_scope).
+[[noreturn]] XQ_DECL void throw_unreachable_layer(const reachable_layers& check, const void* object,
+                                                  const std::string& name, std::string (*type)());
+
 /// One leaf call in progress (RAII): checks reachability on the outermost call, counts
 /// the depth, and reports the call to an active trace.
 class leaf_call_scope {
@@ -82,15 +78,8 @@ class leaf_call_scope {
   /// `object`: the layer's address as the model walk sees it (the most-derived object);
   /// `name` and `type()` (called only for the message): what the error calls it.
   leaf_call_scope(const void* object, const std::string& name, std::string (*type)()) : state_(this_thread_leaf_calls()) {
-    if (state_.depth == 0 && state_.check && !state_.check->contains(object)) {
-      const std::string owner = state_.check->owner_of(object);
-      throw argument_error(
-          "layer \"" + name + "\" (" + type() + ")",
-          "a layer the model reaches through its children: list it in XQ_CHILDREN(...) of the composite that holds "
-          "it" + (owner.empty() ? std::string() : ", " + owner) +
-              " (a layer outside the children is never trained, saved or quantized)",
-          "a call from the model's forward code to a layer that is not one of its children");
-    }
+    if (state_.depth == 0 && state_.check && !state_.check->contains(object))
+      throw_unreachable_layer(*state_.check, object, name, type);
     ++state_.depth;
   }
   ~leaf_call_scope() { --state_.depth; }
@@ -105,10 +94,8 @@ class leaf_call_scope {
 };
 
 /// Reports a layer call to the active trace, if any (the caller checked `outermost`).
-inline void trace_layer_call(const std::string& path, std::string type, layer_role role, const std::vector<var>& inputs,
-                             const var& output) {
-  if (graph_trace* t = graph_trace::current()) t->record(traced_call{path, std::move(type), role, false, {}, nullptr}, inputs, output);
-}
+XQ_DECL void trace_layer_call(const std::string& path, std::string type, layer_role role,
+                              const std::vector<var>& inputs, const var& output);
 
 /// Whether a function with a layer form should report its call: a trace is active and
 /// the call comes from forward code, not from inside a layer.
@@ -117,9 +104,8 @@ inline bool function_call_traced() noexcept {
 }
 
 /// Reports a call of function `xq::ops::<name>` (see `function_call_traced`).
-inline void trace_function_call(const char* name, layer_role role, const std::vector<var>& inputs, const var& output) {
-  if (graph_trace* t = graph_trace::current()) t->record(traced_call{"", name, role, true, {}, nullptr}, inputs, output);
-}
+XQ_DECL void trace_function_call(const char* name, layer_role role, const std::vector<var>& inputs,
+                                 const var& output);
 
 /// `y`, the result of `xq::ops::<name>(x)`, reported to an active trace when the call
 /// came from forward code (a function with a layer form: activations, merges).
@@ -145,3 +131,7 @@ decltype(auto) with_reachability_check(const reachable_layers& check, Body&& bod
 }
 
 }  // namespace xq::detail
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/layer_call.ipp"
+#endif

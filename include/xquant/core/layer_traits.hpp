@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "parameter.hpp"
 
 namespace xq {
@@ -168,19 +169,7 @@ enum class layer_role {
 };
 
 /// "conv", "linear", ...
-inline const char* to_string(layer_role r) noexcept {
-  switch (r) {
-    case layer_role::conv: return "conv";
-    case layer_role::linear: return "linear";
-    case layer_role::norm: return "norm";
-    case layer_role::activation: return "activation";
-    case layer_role::merge: return "merge";
-    case layer_role::pool: return "pool";
-    case layer_role::quantizer: return "quantizer";
-    case layer_role::other: return "other";
-  }
-  return "?";
-}
+XQ_DECL const char* to_string(layer_role r) noexcept;
 
 /// The role of layer type `L`: `L::role` when it declares one (`static constexpr
 /// xq::layer_role role = ...;`), `quantizer` for quantizers, else `other`. Specialize it
@@ -215,3 +204,7 @@ struct quantizable_input : std::true_type {};
 template <class L> inline constexpr bool quantizable_input_v = quantizable_input<L>::value;
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/layer_traits.ipp"
+#endif

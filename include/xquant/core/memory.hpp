@@ -11,28 +11,17 @@
 /// (issue 4's note). Frameworks keep such memory in their own caching allocators;
 /// xquant asks malloc to keep it. `fit` calls this unless told not to.
 
-#include <cstdlib>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "../config.hpp"
 
 namespace xq {
 
 /// Large blocks come from the heap (mmap threshold 32 MiB, glibc's maximum) and freed
 /// memory stays mapped (trim threshold 1 GiB) for the rest of the process. Returns
 /// whether malloc accepted both (false outside glibc, where it does nothing). Idempotent.
-inline bool keep_freed_memory() {
-#if defined(__GLIBC__)
-  static const bool accepted = [] {
-    const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1;
-    const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024) == 1;
-    return mmap_ok && trim_ok;
-  }();
-  return accepted;
-#else
-  return false;
-#endif
-}
+XQ_DECL bool keep_freed_memory();
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/memory.ipp"
+#endif

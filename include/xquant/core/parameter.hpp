@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "../config.hpp"
 #include "variable_state.hpp"
 
 namespace xq {
@@ -26,9 +27,7 @@ class parameter : public variable_state {
   /// Name inside the owning layer, e.g. "kernel".
   const std::string& short_name() const noexcept { return short_name_; }
   /// Updates the full name after the owning layer's path changed.
-  void set_owner_path(const std::string& layer_path) {
-    name_ = layer_path.empty() ? short_name_ : layer_path + "/" + short_name_;
-  }
+  void set_owner_path(const std::string& layer_path);
 
   /// Optimizers step only trainable parameters; gradients reach only them.
   bool trainable() const noexcept { return trainable_; }
@@ -61,3 +60,7 @@ inline parameter_ptr make_parameter(std::string short_name, tensor value, bool t
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/parameter.ipp"
+#endif

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "tensor.hpp"
 #include "error.hpp"
 
@@ -22,14 +23,8 @@ struct axis_spec {
 inline axis_spec any(char letter) { return {-1, letter}; }
 inline axis_spec exactly(std::size_t n, char letter = '?') { return {static_cast<std::int64_t>(n), letter}; }
 
-inline std::string describe(const std::vector<axis_spec>& axes) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    if (i) s += ", ";
-    s += axes[i].size < 0 ? std::string(1, axes[i].letter) : std::to_string(axes[i].size);
-  }
-  return s + (axes.size() == 1 ? ",)" : ")");
-}
+/// "(N, H, W, 16)": the axes as an error message shows them.
+XQ_DECL std::string describe(const std::vector<axis_spec>& axes);
 
 /// Throws unless `shape` matches `axes` (rank and every fixed size).
 template <class Shape>
@@ -51,3 +46,7 @@ void require_same_shapes(const std::string& path, const ShapeA& a, const ShapeB&
 }
 
 }  // namespace xq::detail
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/shape_check.ipp"
+#endif

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "var.hpp"
 
 namespace xq {
@@ -48,22 +49,9 @@ class tape {
 
   /// Seeds d`output`/d`output` = 1 (for a scalar loss: the usual backward) and runs
   /// every recorded step in reverse; then forgets them (a tape is used once).
-  void backward(const var& output) {
-    backward(output, xt::ones<float>(output.shape()));
-  }
+  void backward(const var& output);
   /// Same, with an explicit output gradient of the output's shape.
-  void backward(const var& output, tensor output_grad) {
-    if (!output.defined())
-      throw argument_error("xq::tape::backward", "a defined var", "an empty var");
-    if (output.requires_grad()) output.state()->accumulate_grad(std::move(output_grad));
-    // Steps are released as they run: each frees what its forward kept alive.
-    for (std::size_t i = steps_.size(); i-- > 0;) {
-      auto step = std::move(steps_[i]);
-      steps_.pop_back();
-      step();
-    }
-    steps_.clear();
-  }
+  void backward(const var& output, tensor output_grad);
 
   std::size_t size() const noexcept { return steps_.size(); }
   void clear() noexcept { steps_.clear(); }
@@ -123,3 +111,7 @@ inline void add_grad(const var& v, tensor&& g) {
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/tape.ipp"
+#endif

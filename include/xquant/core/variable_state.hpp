@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "../config.hpp"
 #include "tensor.hpp"
 #include "error.hpp"
 
@@ -26,20 +27,7 @@ struct variable_state {
 
   /// Adds `g` to the gradient (the first contribution is moved in, not added).
   /// Every path to this value contributes: a reused layer, a tied weight.
-  void accumulate_grad(tensor&& g) {
-    if (g.shape() != value.shape())
-      throw argument_error("xq::variable_state::accumulate_grad",
-                           detail::concat("a gradient of shape ", detail::shape_string(value.shape())),
-                           detail::shape_string(g.shape()));
-    if (!has_grad_) {
-      grad = std::move(g);
-      has_grad_ = true;
-    } else {
-      float* dst = grad.data();
-      const float* src = g.data();
-      for (std::size_t i = 0, n = grad.size(); i < n; ++i) dst[i] += src[i];
-    }
-  }
+  void accumulate_grad(tensor&& g);
   void accumulate_grad(const tensor& g) { accumulate_grad(tensor(g)); }
 
   void zero_grad() noexcept {
@@ -52,3 +40,7 @@ struct variable_state {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/variable_state.ipp"
+#endif

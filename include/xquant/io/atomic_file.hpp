@@ -18,15 +18,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
-#include <system_error>
 #include <type_traits>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -44,7 +42,8 @@ struct file_closer {
 /// An open C stream, closed when it goes out of scope.
 using unique_file = std::unique_ptr<std::FILE, file_closer>;
 
-inline std::string errno_text(int err) { return err ? std::strerror(err) : "unknown error"; }
+/// strerror's text for `err`, "unknown error" for 0.
+XQ_DECL std::string errno_text(int err);
 
 }  // namespace detail
 
@@ -111,34 +110,14 @@ void write_file_atomically(const std::string& path, Writer&& write) {
 }
 
 /// Writes `bytes` to `path` atomically (see the overload above).
-inline void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes) {
-  write_file_atomically(path, [&](std::FILE* f) {
-    return bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  });
-}
+XQ_DECL void write_file_atomically(const std::string& path, const std::vector<std::uint8_t>& bytes);
 
 /// The whole content of `path`. Throws io_error naming it when it cannot be opened or
 /// read, or is a directory.
-inline std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  using xq::detail::concat;
-  errno = 0;
-  detail::unique_file f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw io_error(path, "cannot open: " + detail::errno_text(errno));
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw io_error(path, "cannot read: is a directory");
-  std::vector<std::uint8_t> bytes;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec) bytes.reserve(static_cast<std::size_t>(size));
-  std::uint8_t buffer[1 << 16];
-  for (;;) {
-    const std::size_t got = std::fread(buffer, 1, sizeof buffer, f.get());
-    bytes.insert(bytes.end(), buffer, buffer + got);
-    if (got < sizeof buffer) {
-      if (std::ferror(f.get())) throw io_error(path, "read error: " + detail::errno_text(errno));
-      break;
-    }
-  }
-  return bytes;
-}
+XQ_DECL std::vector<std::uint8_t> read_file_bytes(const std::string& path);
 
 }  // namespace xq::io
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/atomic_file.ipp"
+#endif

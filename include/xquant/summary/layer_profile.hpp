@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
+
 namespace xq {
 
 /// One weight as the summary counts it (Larq's `WeightProfile`).
@@ -55,30 +57,20 @@ struct layer_profile {
   /// Scalars of bit width `bits` (any width when nullopt) and of trainability
   /// `trainable` (either when nullopt).
   std::size_t weight_count(std::optional<int> bits = std::nullopt,
-                           std::optional<bool> trainable = std::nullopt) const {
-    std::size_t n = 0;
-    for (const auto& w : weights)
-      if ((!bits || w.bits == *bits) && (!trainable || w.trainable == *trainable)) n += w.count;
-    return n;
-  }
+                           std::optional<bool> trainable = std::nullopt) const;
   std::uint64_t memory_bits() const { return sum(&weight_profile::memory_bits); }
   std::uint64_t int8_fp_memory_bits() const { return sum(&weight_profile::int8_fp_memory_bits); }
   std::uint64_t fp32_memory_bits() const { return sum(&weight_profile::fp32_memory_bits); }
 
   /// MACs at `precision` bits (all precisions when nullopt).
-  std::uint64_t mac_count(std::optional<int> precision = std::nullopt) const {
-    std::uint64_t n = 0;
-    for (const auto& [bits, count] : macs)
-      if (!precision || bits == *precision) n += count;
-    return n;
-  }
+  std::uint64_t mac_count(std::optional<int> precision = std::nullopt) const;
 
  private:
-  std::uint64_t sum(std::uint64_t (weight_profile::*figure)() const noexcept) const {
-    std::uint64_t n = 0;
-    for (const auto& w : weights) n += (w.*figure)();
-    return n;
-  }
+  std::uint64_t sum(std::uint64_t (weight_profile::*figure)() const noexcept) const;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/layer_profile.ipp"
+#endif

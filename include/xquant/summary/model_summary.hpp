@@ -5,13 +5,12 @@
 /// size, compression, MACs, binarized and ternarized MAC ratios). Made by
 /// `xq::summarize` (summarize.hpp), printed by `xq::print_summary` (print_summary.hpp).
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "layer_profile.hpp"
 
 namespace xq {
@@ -25,11 +24,7 @@ struct model_summary {
 
   /// Scalars of bit width `bits` and trainability `trainable` (nullopt: any).
   std::size_t weight_count(std::optional<int> bits = std::nullopt,
-                           std::optional<bool> trainable = std::nullopt) const {
-    std::size_t n = 0;
-    for (const auto& l : layers) n += l.weight_count(bits, trainable);
-    return n;
-  }
+                           std::optional<bool> trainable = std::nullopt) const;
   std::size_t total_params() const { return weight_count(); }
   std::size_t trainable_params() const { return weight_count(std::nullopt, true); }
   std::size_t non_trainable_params() const { return weight_count(std::nullopt, false); }
@@ -41,45 +36,27 @@ struct model_summary {
   /// Model size in bits as float32 (Larq's "Float-32 Equivalent").
   std::uint64_t fp32_memory_bits() const { return sum(&layer_profile::fp32_memory_bits); }
   /// memory / float32 memory (Larq divides by max(1e-8, fp32), so 0 for no weights).
-  double compression_ratio() const {
-    return double(memory_bits()) / std::max(1e-8, double(fp32_memory_bits()));
-  }
+  double compression_ratio() const;
 
   /// MACs of one sample at `precision` bits (nullopt: all).
-  std::uint64_t mac_count(std::optional<int> precision = std::nullopt) const {
-    std::uint64_t n = 0;
-    for (const auto& l : layers) n += l.mac_count(precision);
-    return n;
-  }
+  std::uint64_t mac_count(std::optional<int> precision = std::nullopt) const;
   /// Share of MACs at 1 bit (Larq divides by max(1, total)).
   double binarized_mac_ratio() const { return mac_ratio(1); }
   /// Share of MACs at 2 bits.
   double ternarized_mac_ratio() const { return mac_ratio(2); }
 
   /// The weight bit widths present, ascending (one "# k-bit" column each).
-  std::vector<int> param_bitwidths() const {
-    std::set<int> s;
-    for (const auto& l : layers)
-      for (const auto& w : l.weights) s.insert(w.bits);
-    return {s.begin(), s.end()};
-  }
+  std::vector<int> param_bitwidths() const;
   /// The MAC precisions present, ascending (one "k-bit MACs" column each).
-  std::vector<int> mac_precisions() const {
-    std::set<int> s;
-    for (const auto& l : layers)
-      for (const auto& m : l.macs) s.insert(m.first);
-    return {s.begin(), s.end()};
-  }
+  std::vector<int> mac_precisions() const;
 
  private:
-  std::uint64_t sum(std::uint64_t (layer_profile::*figure)() const) const {
-    std::uint64_t n = 0;
-    for (const auto& l : layers) n += (l.*figure)();
-    return n;
-  }
-  double mac_ratio(int precision) const {
-    return double(mac_count(precision)) / double(std::max<std::uint64_t>(1, mac_count()));
-  }
+  std::uint64_t sum(std::uint64_t (layer_profile::*figure)() const) const;
+  double mac_ratio(int precision) const;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/model_summary.ipp"
+#endif

@@ -66,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/children.hpp"
 #include "../core/error.hpp"
 #include "../core/layer_traits.hpp"
@@ -91,23 +92,13 @@ template <class T>
 inline constexpr bool is_pure_composite_v = has_children_v<T> && !has_parameters_v<T>;
 
 /// Larq's `output_pixels`: H·W (4-D), length (3-D), 1 (2-D); inner axes' product beyond.
-inline std::uint64_t output_pixels(const tensor::shape_type& shape) {
-  std::uint64_t n = 1;
-  for (std::size_t i = 1; i + 1 < shape.size(); ++i) n *= shape[i];
-  return n;
-}
+XQ_DECL std::uint64_t output_pixels(const tensor::shape_type& shape);
 
-inline std::vector<std::ptrdiff_t> batch_free_shape(const tensor::shape_type& shape) {
-  std::vector<std::ptrdiff_t> out(shape.begin(), shape.end());
-  if (!out.empty()) out[0] = -1;  // Keras prints the unknown batch axis as None; Larq as -1
-  return out;
-}
+/// The shape with -1 as its batch axis (Larq's output shapes).
+XQ_DECL std::vector<std::ptrdiff_t> batch_free_shape(const tensor::shape_type& shape);
 
-inline std::size_t element_count(const tensor::shape_type& shape) {
-  std::size_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
+/// The number of elements of a tensor of `shape`.
+XQ_DECL std::size_t element_count(const tensor::shape_type& shape);
 
 /// Builds the rows: weights (deduplicated over the model), MACs from the observed ops.
 class summary_builder {
@@ -165,37 +156,29 @@ class summary_builder {
     if constexpr (has_parameters_v<L>)
       for (const auto& p : l.parameters())
         if (p && !listed(p)) out.emplace_back(p, 32);  // no quantizer: 32-bit, as Larq
-    if (batch_norm_rule) {
-      for (const auto& [drop, keep] : {std::pair<const char*, const char*>{"beta", "moving_mean"},
-                                       std::pair<const char*, const char*>{"gamma", "moving_variance"}}) {
-        auto named = [&](const char* n) {
-          for (std::size_t i = 0; i < out.size(); ++i)
-            if (out[i].first->short_name() == n) return std::ptrdiff_t(i);
-          return std::ptrdiff_t(-1);
-        };
-        const std::ptrdiff_t d = named(drop);
-        if (d >= 0 && named(keep) >= 0) out.erase(out.begin() + d);
-      }
-    }
+    if (batch_norm_rule) apply_batch_norm_rule(out);
     return out;
   }
+
+  /// Larq's batch-norm rule on a layer's weights: `beta` goes when `moving_mean` is
+  /// there, `gamma` when `moving_variance` is.
+  static void apply_batch_norm_rule(std::vector<std::pair<parameter_ptr, int>>& weights);
 
   template <class L>
   void add_weights(const L& l, layer_profile& row) {
     if constexpr (has_parameters_v<L> || has_weight_precisions_v<L>) {
       const auto counted = own_weights(l, true);
-      for (const auto& [p, bits] : own_weights(l, false)) {
-        // A weight dropped by the batch-norm rule is still "seen": counted nowhere else.
-        if (!seen_.insert(p.get()).second) continue;
-        bool kept = false;
-        for (const auto& c : counted) kept = kept || c.first == p;
-        if (kept) row.weights.push_back({p->name(), p->value.size(), bits, p->trainable()});
-      }
+      add_counted_weights(row, own_weights(l, false), counted);
     } else {
       (void)l;
       (void)row;
     }
   }
+
+  /// Adds to `row` the weights of `all` not seen in an earlier row that are among
+  /// `counted` (the batch-norm rule applied), marking all of them seen.
+  void add_counted_weights(layer_profile& row, const std::vector<std::pair<parameter_ptr, int>>& all,
+                           const std::vector<std::pair<parameter_ptr, int>>& counted);
 
   template <class L>
   void add_macs(const L& l, layer_profile& row, bool is_row, const std::optional<tensor::shape_type>& shape) {
@@ -210,34 +193,14 @@ class summary_builder {
       if constexpr (has_path_v<L>) return std::string(l.path());
       else return std::string();
     }();
-    auto found = events.find(path);
-    if (found == events.end() || found->second.empty()) {
-      if (!is_row) return;  // inside a composite and never called: no MACs
-      if (!shape) {
-        row.macs_known = false;
-        return;
-      }
-      for (const auto& [p, bits] : kernels)  // Larq's rule on the row's output shape
-        row.macs[std::max(in_bits, bits)] += std::uint64_t(p->value.size()) * output_pixels(*shape);
-      return;
-    }
-    // Weights of equal shape (a separable conv's 1x1 depthwise and pointwise kernels,
-    // say) take that shape's ops in turn: the ops run in parameter order.
-    std::unordered_map<std::size_t, std::size_t> turn;
-    for (const op_event& e : found->second) {
-      std::vector<std::size_t> candidates;
-      for (std::size_t i = 0; i < kernels.size(); ++i)
-        if (kernels[i].first->value.shape() == e.weight_shape) candidates.push_back(i);
-      const std::uint64_t pixels = output_pixels(e.output_shape);
-      if (candidates.empty()) {
-        row.macs[std::max(in_bits, 32)] += std::uint64_t(element_count(e.weight_shape)) * pixels;
-        continue;
-      }
-      const std::size_t key = candidates.front();
-      const auto& [p, bits] = kernels[candidates[turn[key]++ % candidates.size()]];
-      row.macs[std::max(in_bits, bits)] += std::uint64_t(p->value.size()) * pixels;
-    }
+    count_macs(row, kernels, in_bits, path, is_row, shape);
   }
+
+  /// The MACs of the layer at `path` (its non-bias weights `kernels`, its input
+  /// precision `in_bits`) into `row`: from its observed ops, else (the row's own layer)
+  /// Larq's rule on the row's output shape `shape`.
+  void count_macs(layer_profile& row, const std::vector<std::pair<parameter_ptr, int>>& kernels, int in_bits,
+                  const std::string& path, bool is_row, const std::optional<tensor::shape_type>& shape) const;
 };
 
 /// Appends the rows of a sequential's elements, calling them one after another.
@@ -330,3 +293,7 @@ model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/summarize.ipp"
+#endif

@@ -11,14 +11,11 @@
 ///   xq::batch b = xq::make_batch(train, order, 0, 32);  // rows order[0..32)
 /// \endcode
 
-#include <algorithm>
 #include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <numeric>
 #include <random>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/tensor.hpp"
 
@@ -33,15 +30,7 @@ struct dataset {
   std::size_t size() const noexcept { return inputs.dimension() == 0 ? 0 : inputs.shape()[0]; }
 
   /// Throws unless both tensors have a sample axis of the same length.
-  void validate(const char* where) const {
-    if (inputs.dimension() == 0)
-      throw shape_error(where, "inputs of shape (N, ...)", detail::shape_string(inputs.shape()));
-    if (targets.dimension() == 0 || targets.shape()[0] != inputs.shape()[0])
-      throw shape_error(where,
-                        detail::concat("targets of shape (", inputs.shape()[0], ", ...) for inputs of shape ",
-                                       detail::shape_string(inputs.shape())),
-                        detail::shape_string(targets.shape()));
-  }
+  void validate(const char* where) const;
 };
 
 /// One mini-batch: contiguous copies of some rows of a dataset.
@@ -52,74 +41,33 @@ struct batch {
 };
 
 /// Number of batches of `batch_size` covering `n` samples (the last one may be partial).
-inline std::size_t batch_count(std::size_t n, std::size_t batch_size) {
-  if (batch_size == 0) throw argument_error("xq::batch_count", "batch_size >= 1", "0");
-  return (n + batch_size - 1) / batch_size;
-}
+XQ_DECL std::size_t batch_count(std::size_t n, std::size_t batch_size);
 
 namespace detail {
 /// Uniform in [0, bound), by rejection on the engine's 32-bit outputs: unlike
 /// std::uniform_int_distribution (whose algorithm each standard library picks),
 /// it gives the same numbers everywhere, so a seed means the same batches on any
 /// platform.
-inline std::size_t uniform_index(std::mt19937& rng, std::size_t bound) {
-  const std::uint64_t range = std::uint64_t{1} << 32;
-  const std::uint64_t b = bound;
-  const std::uint64_t limit = range - range % b;
-  std::uint64_t r;
-  do r = rng();
-  while (r >= limit);
-  return static_cast<std::size_t>(r % b);
-}
+XQ_DECL std::size_t uniform_index(std::mt19937& rng, std::size_t bound);
 }  // namespace detail
 
 /// 0, 1, ..., n - 1.
-inline std::vector<std::size_t> sequential_order(std::size_t n) {
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  return order;
-}
+XQ_DECL std::vector<std::size_t> sequential_order(std::size_t n);
 
 /// A random permutation of 0..n-1 (Fisher-Yates driven by `rng`; the same engine
 /// state gives the same order on every platform).
-inline std::vector<std::size_t> shuffled_order(std::size_t n, std::mt19937& rng) {
-  if (n > (std::size_t{1} << 32))
-    throw argument_error("xq::shuffled_order", "at most 2^32 samples", detail::concat(n));
-  std::vector<std::size_t> order = sequential_order(n);
-  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[detail::uniform_index(rng, i)]);
-  return order;
-}
+XQ_DECL std::vector<std::size_t> shuffled_order(std::size_t n, std::mt19937& rng);
 
 /// Copies rows `rows[0..count)` of `source` (N, ...) into a new contiguous
 /// (count, ...) tensor, one memcpy per row.
-inline tensor gather_rows(const tensor& source, const std::size_t* rows, std::size_t count) {
-  if (source.dimension() == 0)
-    throw shape_error("xq::gather_rows", "a tensor of shape (N, ...)", detail::shape_string(source.shape()));
-  const std::size_t n = source.shape()[0];
-  const std::size_t row_size = n == 0 ? 0 : source.size() / n;
-  tensor::shape_type shape = source.shape();
-  shape[0] = count;
-  tensor out = tensor::from_shape(shape);
-  const float* src = source.data();
-  float* dst = out.data();
-  for (std::size_t i = 0; i < count; ++i) {
-    if (rows[i] >= n)
-      throw argument_error("xq::gather_rows", detail::concat("row indices below ", n),
-                           detail::concat(rows[i], " at position ", i));
-    if (row_size) std::memcpy(dst + i * row_size, src + rows[i] * row_size, row_size * sizeof(float));
-  }
-  return out;
-}
+XQ_DECL tensor gather_rows(const tensor& source, const std::size_t* rows, std::size_t count);
 
 /// The batch of rows `order[first .. first + count)` (clipped to the order's end).
-inline batch make_batch(const dataset& data, const std::vector<std::size_t>& order, std::size_t first,
-                        std::size_t count) {
-  if (first > order.size())
-    throw argument_error("xq::make_batch", detail::concat("a first row of at most ", order.size()),
-                         detail::concat(first));
-  count = std::min(count, order.size() - first);
-  return {gather_rows(data.inputs, order.data() + first, count),
-          gather_rows(data.targets, order.data() + first, count)};
-}
+XQ_DECL batch make_batch(const dataset& data, const std::vector<std::size_t>& order, std::size_t first,
+                         std::size_t count);
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/dataset.ipp"
+#endif

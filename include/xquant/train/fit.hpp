@@ -22,7 +22,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <random>
@@ -31,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/mode.hpp"
@@ -73,10 +73,7 @@ struct fit_history {
   bool stopped_early = false;  ///< the epoch callback asked to stop
 
   std::size_t size() const noexcept { return epochs.size(); }
-  const epoch_record& last() const {
-    if (epochs.empty()) throw argument_error("xq::fit_history::last", "at least one epoch", "none");
-    return epochs.back();
-  }
+  const epoch_record& last() const;
 };
 
 /// Called after each epoch with its record. A callable returning `bool` stops
@@ -134,26 +131,16 @@ struct evaluation {
 namespace detail {
 
 /// The loss's value as a double, after checking it is one number.
-inline double loss_value(const var& loss, const char* where) {
-  if (!loss.defined() || loss.size() != 1)
-    throw argument_error(where, "a loss that is one number (shape ())",
-                         loss.defined() ? shape_string(loss.shape()) : std::string("an empty var"));
-  return static_cast<double>(loss.value().data()[0]);
-}
+XQ_DECL double loss_value(const var& loss, const char* where);
 
 /// Rows [first, first + count) of `source`, one memcpy.
-inline tensor slice_rows(const tensor& source, std::size_t first, std::size_t count) {
-  const std::size_t row = source.shape()[0] ? source.size() / source.shape()[0] : 0;
-  tensor::shape_type shape = source.shape();
-  shape[0] = count;
-  tensor out = tensor::from_shape(shape);
-  if (row != 0 && count != 0) std::memcpy(out.data(), source.data() + first * row, row * count * sizeof(float));
-  return out;
-}
+XQ_DECL tensor slice_rows(const tensor& source, std::size_t first, std::size_t count);
 
-inline double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+/// Seconds from `start` until now.
+XQ_DECL double seconds_since(std::chrono::steady_clock::time_point start);
+
+/// `fit`'s checks of its data and options, before anything is done.
+XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts);
 
 }  // namespace detail
 
@@ -234,11 +221,8 @@ tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) 
 /// Keras resets a model's metrics each epoch and reports Larq's with the others).
 template <class Model, class Optimizer, class Loss>
 fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train, const fit_options& opts = {}) {
-  train.validate("xq::fit");
-  if (opts.validation) opts.validation->validate("xq::fit (validation data)");
-  if (opts.batch_size == 0) throw argument_error("xq::fit", "batch_size >= 1", "0");
+  detail::check_fit_arguments(train, opts);
   const std::size_t n = train.size();
-  if (n == 0) throw argument_error("xq::fit", "at least one training sample", "an empty dataset");
   if (opts.keep_freed_memory) keep_freed_memory();
   set_paths(model);
 
@@ -308,3 +292,7 @@ fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train,
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/fit.ipp"
+#endif

@@ -10,13 +10,13 @@
 ///   xq::sgd  sgd(params, {xq::linear_warmup(500, xq::step_decay{0.1f, 2000, 0.5f})});
 /// \endcode
 
-#include <cmath>
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 
 namespace xq {
@@ -34,11 +34,7 @@ struct step_decay {
   std::size_t step_size = 1000;
   float gamma = 0.1f;
 
-  float operator()(std::size_t step) const {
-    if (step_size == 0) throw argument_error("xq::step_decay", "step_size >= 1", "0");
-    const double k = static_cast<double>(step / step_size);
-    return static_cast<float>(static_cast<double>(initial) * std::pow(static_cast<double>(gamma), k));
-  }
+  float operator()(std::size_t step) const;
 };
 
 /// Keras's CosineDecay (without its warmup; see `linear_warmup`):
@@ -49,15 +45,7 @@ struct cosine_decay {
   std::size_t decay_steps = 1000;
   float alpha = 0.0f;
 
-  float operator()(std::size_t step) const {
-    if (decay_steps == 0) throw argument_error("xq::cosine_decay", "decay_steps >= 1", "0");
-    const double pi = 3.14159265358979323846;
-    const double done = static_cast<double>(step < decay_steps ? step : decay_steps) /
-                        static_cast<double>(decay_steps);
-    const double cosine = 0.5 * (1.0 + std::cos(pi * done));
-    const double a = alpha;
-    return static_cast<float>(static_cast<double>(initial) * ((1.0 - a) * cosine + a));
-  }
+  float operator()(std::size_t step) const;
 };
 
 /// Linear warmup in front of another schedule (Keras CosineDecay's `warmup_steps`,
@@ -110,3 +98,7 @@ class learning_rate_schedule {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/schedule.ipp"
+#endif

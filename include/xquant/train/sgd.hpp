@@ -24,12 +24,12 @@
 ///   ... tape.backward(loss); opt.step(); opt.zero_grad();
 /// \endcode
 
-#include <cmath>
 #include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
 #include "../core/parameter.hpp"
 #include "../core/tensor.hpp"
@@ -58,68 +58,14 @@ struct sgd_state {
 class sgd {
  public:
   /// `params`: usually `xq::trainable_parameters(model)` (each parameter once).
-  explicit sgd(std::vector<parameter_ptr> params, sgd_options options = {})
-      : params_(std::move(params)), options_(std::move(options)), state_(params_.size()) {
-    detail::check_parameter_list(params_, "xq::sgd");
-    if (options_.learning_rate.is_constant() && options_.learning_rate(0) < 0.0f)
-      throw argument_error("xq::sgd", "learning_rate >= 0", detail::concat(options_.learning_rate(0)));
-    if (options_.momentum < 0.0)
-      throw argument_error("xq::sgd", "momentum >= 0", detail::concat(options_.momentum));
-    if (options_.weight_decay < 0.0)
-      throw argument_error("xq::sgd", "weight_decay >= 0", detail::concat(options_.weight_decay));
-    if (options_.nesterov && (options_.momentum <= 0.0 || options_.dampening != 0.0))
-      throw argument_error("xq::sgd", "momentum > 0 and dampening 0 with nesterov",
-                           detail::concat("momentum ", options_.momentum, ", dampening ", options_.dampening));
-  }
+  explicit sgd(std::vector<parameter_ptr> params, sgd_options options = {});
 
   /// Updates every parameter that has a gradient; one without is left alone
   /// (its state too), as PyTorch skips parameters whose grad is None.
-  void step() {
-    const float lr = learning_rate();
-    const auto momentum = static_cast<float>(options_.momentum);
-    const auto decay = static_cast<float>(options_.weight_decay);
-    const auto keep = static_cast<float>(1.0 - options_.dampening);
-    const float neg_lr = -lr;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      parameter& p = *params_[i];
-      if (!p.has_grad()) continue;
-      float* w = p.value.data();
-      const float* grad = p.grad.data();
-      const std::size_t n = p.value.size();
-      if (options_.momentum == 0.0) {
-        for (std::size_t j = 0; j < n; ++j) {
-          float g = grad[j];
-          if (decay != 0.0f) g = std::fma(w[j], decay, g);
-          w[j] = std::fma(g, neg_lr, w[j]);
-        }
-        p.apply_constraint();
-        continue;
-      }
-      sgd_state& s = state_[i];
-      const bool first = !s.has_momentum_buffer;
-      if (first) {
-        s.momentum_buffer = tensor::from_shape(p.value.shape());
-        s.has_momentum_buffer = true;
-      } else {
-        detail::check_state_shape("xq::sgd", p, s.momentum_buffer, "a momentum buffer");
-      }
-      float* b = s.momentum_buffer.data();
-      for (std::size_t j = 0; j < n; ++j) {
-        float g = grad[j];
-        if (decay != 0.0f) g = std::fma(w[j], decay, g);
-        b[j] = first ? g : std::fma(g, keep, b[j] * momentum);
-        g = options_.nesterov ? std::fma(b[j], momentum, g) : b[j];
-        w[j] = std::fma(g, neg_lr, w[j]);
-      }
-      p.apply_constraint();
-    }
-    ++iterations_;
-  }
+  void step();
 
   /// Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).
-  void zero_grad() {
-    for (auto& p : params_) p->zero_grad();
-  }
+  void zero_grad();
 
   /// The rate the next `step()` uses.
   float learning_rate() const { return options_.learning_rate(iterations_); }
@@ -142,3 +88,7 @@ class sgd {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/sgd.ipp"
+#endif

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
+
 namespace xq {
 
 /// What one entry asks for.
@@ -44,47 +46,19 @@ class quantization_spec {
   };
 
   /// The layer at `path` (a later entry for the same path replaces an earlier one).
-  quantization_spec& add(std::string path, layer_quantization what = {}) {
-    entries_.push_back({std::move(path), false, std::move(what)});
-    return *this;
-  }
+  quantization_spec& add(std::string path, layer_quantization what = {});
   /// Every layer of type `type` ("conv2d", "add", or a user layer's type name).
-  quantization_spec& add_type(std::string type, layer_quantization what = {}) {
-    entries_.push_back({std::move(type), true, std::move(what)});
-    return *this;
-  }
+  quantization_spec& add_type(std::string type, layer_quantization what = {});
   /// Appends another spec's entries (custom QDQ cases add theirs this way).
-  quantization_spec& append(const quantization_spec& other) {
-    entries_.insert(entries_.end(), other.entries_.begin(), other.entries_.end());
-    return *this;
-  }
+  quantization_spec& append(const quantization_spec& other);
 
   /// The entry for a layer (see the file comment): its path, else its nearest enclosing
   /// composite's, else its type.
-  const entry* find(const std::string& path, const std::string& type) const {
-    const entry* by_type = nullptr;
-    const entry* by_prefix = nullptr;
-    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-      if (it->by_type) {
-        if (it->key == type && !by_type) by_type = &*it;
-        continue;
-      }
-      if (it->key == path) return &*it;
-      if (encloses(it->key, path) && (!by_prefix || it->key.size() > by_prefix->key.size())) by_prefix = &*it;
-    }
-    return by_prefix ? by_prefix : by_type;
-  }
+  const entry* find(const std::string& path, const std::string& type) const;
   /// Whether `composite` is a proper prefix of `path` at a '/' ("block" encloses "block/conv").
-  static bool encloses(const std::string& composite, const std::string& path) {
-    return !composite.empty() && path.size() > composite.size() && path.compare(0, composite.size(), composite) == 0 &&
-           path[composite.size()] == '/';
-  }
+  static bool encloses(const std::string& composite, const std::string& path);
   /// Whether some entry names this path or a composite enclosing it.
-  bool names(const std::string& path) const {
-    for (const auto& e : entries_)
-      if (!e.by_type && (e.key == path || encloses(e.key, path))) return true;
-    return false;
-  }
+  bool names(const std::string& path) const;
 
   const std::vector<entry>& entries() const noexcept { return entries_; }
   bool empty() const noexcept { return entries_.empty(); }
@@ -94,3 +68,7 @@ class quantization_spec {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/quantization_spec.ipp"
+#endif

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.hpp"
 #include "../layers/activation.hpp"
 #include "../layers/add.hpp"
 #include "../layers/average_pool2d.hpp"
@@ -139,13 +140,10 @@ struct quantize<quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>> {
 
 /// The type names of the built-in layers (for the error about an unknown
 /// `quantization_spec::add_type` name; a user's layer is known by being in the model).
-inline const std::vector<std::string>& builtin_layer_types() {
-  static const std::vector<std::string> names{
-      "conv2d",     "dense",   "depthwise_conv2d", "batch_norm",  "average_pool2d", "global_average_pool2d",
-      "max_pool2d", "global_max_pool2d", "relu",   "relu6",       "leaky_relu",     "sigmoid",
-      "tanh",       "swish",   "softmax",          "flatten",     "reshape",        "dropout",
-      "add",        "concatenate", "multiply",     "embedding",   "tied_projection", "tied_dense"};
-  return names;
-}
+XQ_DECL const std::vector<std::string>& builtin_layer_types();
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/registry.ipp"
+#endif

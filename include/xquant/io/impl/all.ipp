@@ -2,3 +2,10 @@
 /// \file all.ipp
 /// The io room's compiled code, for <xquant/src.hpp>: every .ipp of io/impl/.
 
+#include "atomic_file.ipp"
+#include "checkpoint.ipp"
+#include "checkpoint_format.ipp"
+#include "fashion_mnist.ipp"
+#include "idx.ipp"
+#include "npy.ipp"
+#include "weight_import.ipp"

@@ -2,3 +2,13 @@
 /// \file all.ipp
 /// The train room's compiled code, for <xquant/src.hpp>: every .ipp of train/impl/.
 
+#include "adam.ipp"
+#include "bop.ipp"
+#include "dataset.ipp"
+#include "fit.ipp"
+#include "losses.ipp"
+#include "metrics.ipp"
+#include "parameter_list.ipp"
+#include "progress.ipp"
+#include "schedule.ipp"
+#include "sgd.ipp"

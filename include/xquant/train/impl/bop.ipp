@@ -1,0 +1,53 @@
+#pragma once
+/// \file bop.ipp
+/// Bop's code (train/bop.hpp).
+
+#include <utility>
+#include <vector>
+
+#include "../../numerics/larq_math.hpp"
+#include "../bop.hpp"
+
+namespace xq {
+
+XQ_DECL bop::bop(std::vector<parameter_ptr> params, bop_options options)
+    : params_(std::move(params)), options_(std::move(options)), state_(params_.size()) {
+  detail::check_parameter_list(params_, "xq::bop");
+  // Larq checks nothing; a negative or NaN constant is a typo, not a choice.
+  if (options_.threshold.is_constant() && !(options_.threshold(0) >= 0.0f))
+    throw argument_error("xq::bop", "threshold >= 0", detail::concat(options_.threshold(0)));
+  if (options_.gamma.is_constant() && !(options_.gamma(0) >= 0.0f && options_.gamma(0) <= 1.0f))
+    throw argument_error("xq::bop", "gamma in [0, 1]", detail::concat(options_.gamma(0)));
+}
+
+XQ_DECL void bop::step() {
+  const float gamma = this->gamma();
+  const float threshold = this->threshold();
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    parameter& p = *params_[i];
+    if (!p.has_grad()) continue;
+    bop_state& s = state_[i];
+    if (s.step == 0) s.m = xt::zeros<float>(p.value.shape());  // Larq's slots start at zero
+    else detail::check_state_shape("xq::bop", p, s.m, "m");
+    ++s.step;
+    float* w = p.value.data();
+    const float* g = p.grad.data();
+    float* m = s.m.data();
+    for (std::size_t j = 0, n = p.value.size(); j < n; ++j) {
+      // m.assign_add(gamma * (grad - m)): sub, mul, add, each rounded.
+      const float delta = gamma * (g[j] - m[j]);
+      m[j] = m[j] + delta;
+      // lq.math.sign(-tf.sign(var * m_t - threshold) * var)
+      const float s_j = detail::tf_sign(w[j] * m[j] - threshold);
+      w[j] = larq::sign(-s_j * w[j]);
+    }
+    p.apply_constraint();
+  }
+  ++iterations_;
+}
+
+XQ_DECL void bop::zero_grad() {
+  for (auto& p : params_) p->zero_grad();
+}
+
+}  // namespace xq

@@ -1,0 +1,87 @@
+#pragma once
+/// \file dataset.ipp
+/// The datasets' and batches' code (train/dataset.hpp).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "../dataset.hpp"
+
+namespace xq {
+
+XQ_DECL void dataset::validate(const char* where) const {
+  if (inputs.dimension() == 0)
+    throw shape_error(where, "inputs of shape (N, ...)", detail::shape_string(inputs.shape()));
+  if (targets.dimension() == 0 || targets.shape()[0] != inputs.shape()[0])
+    throw shape_error(where,
+                      detail::concat("targets of shape (", inputs.shape()[0], ", ...) for inputs of shape ",
+                                     detail::shape_string(inputs.shape())),
+                      detail::shape_string(targets.shape()));
+}
+
+XQ_DECL std::size_t batch_count(std::size_t n, std::size_t batch_size) {
+  if (batch_size == 0) throw argument_error("xq::batch_count", "batch_size >= 1", "0");
+  return (n + batch_size - 1) / batch_size;
+}
+
+namespace detail {
+XQ_DECL std::size_t uniform_index(std::mt19937& rng, std::size_t bound) {
+  const std::uint64_t range = std::uint64_t{1} << 32;
+  const std::uint64_t b = bound;
+  const std::uint64_t limit = range - range % b;
+  std::uint64_t r;
+  do r = rng();
+  while (r >= limit);
+  return static_cast<std::size_t>(r % b);
+}
+}  // namespace detail
+
+XQ_DECL std::vector<std::size_t> sequential_order(std::size_t n) {
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  return order;
+}
+
+XQ_DECL std::vector<std::size_t> shuffled_order(std::size_t n, std::mt19937& rng) {
+  if (n > (std::size_t{1} << 32))
+    throw argument_error("xq::shuffled_order", "at most 2^32 samples", detail::concat(n));
+  std::vector<std::size_t> order = sequential_order(n);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[detail::uniform_index(rng, i)]);
+  return order;
+}
+
+XQ_DECL tensor gather_rows(const tensor& source, const std::size_t* rows, std::size_t count) {
+  if (source.dimension() == 0)
+    throw shape_error("xq::gather_rows", "a tensor of shape (N, ...)", detail::shape_string(source.shape()));
+  const std::size_t n = source.shape()[0];
+  const std::size_t row_size = n == 0 ? 0 : source.size() / n;
+  tensor::shape_type shape = source.shape();
+  shape[0] = count;
+  tensor out = tensor::from_shape(shape);
+  const float* src = source.data();
+  float* dst = out.data();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (rows[i] >= n)
+      throw argument_error("xq::gather_rows", detail::concat("row indices below ", n),
+                           detail::concat(rows[i], " at position ", i));
+    if (row_size) std::memcpy(dst + i * row_size, src + rows[i] * row_size, row_size * sizeof(float));
+  }
+  return out;
+}
+
+XQ_DECL batch make_batch(const dataset& data, const std::vector<std::size_t>& order, std::size_t first,
+                         std::size_t count) {
+  if (first > order.size())
+    throw argument_error("xq::make_batch", detail::concat("a first row of at most ", order.size()),
+                         detail::concat(first));
+  count = std::min(count, order.size() - first);
+  return {gather_rows(data.inputs, order.data() + first, count),
+          gather_rows(data.targets, order.data() + first, count)};
+}
+
+}  // namespace xq
