@@ -1,8 +1,10 @@
 #pragma once
 /// \file xquant.hpp
 /// Umbrella header: everything xquant offers on the host but checkpoints (include
-/// <xquant/io/checkpoint.hpp> where you save or load: it brings in nlohmann::json). Each
-/// part also has its own headers, which compile alone.
+/// <xquant/io/checkpoint.hpp> where you save or load: in header-only mode it brings in
+/// nlohmann::json). Each part also has its own headers, which compile alone. Header-only by
+/// default; XQ_SEPARATE_COMPILATION + <xquant/src.hpp> compiles the library's non-template
+/// code once (config.hpp).
 ///
 /// Rooms, in the order they may include each other (a room includes only rooms above it):
 ///  - core/          xq::var and the tape, parameters, the layer contract (layer.hpp,
