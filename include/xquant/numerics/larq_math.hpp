@@ -16,7 +16,6 @@
 #include <limits>
 
 #include "../config.hpp"
-#include "../core/error.hpp"
 #include "../core/tensor.hpp"
 
 namespace xq::larq {
@@ -64,27 +63,11 @@ inline float cosh(float x) noexcept { return std::cosh(x); }
 
 /// Larq's clipped straight-through gradient: dy where |x| <= clip (inclusive), else
 /// 0 (NaN x gives 0). `clip` = +inf is Larq's `clip_value=None`: dy everywhere.
-inline tensor clipped_gradient(const tensor& x, const tensor& dy, float clip) {
-  tensor dx = tensor::from_shape(x.shape());
-  const float* xs = x.data();
-  const float* g = dy.data();
-  float* out = dx.data();
-  const std::size_t n = x.size();
-  if (std::isinf(clip) && clip > 0.0f) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = g[i];
-    return dx;
-  }
-  XQ_OMP_SIMD
-  for (std::size_t i = 0; i < n; ++i) out[i] = std::fabs(xs[i]) <= clip ? g[i] : 0.0f;
-  return dx;
-}
+XQ_DECL tensor clipped_gradient(const tensor& x, const tensor& dy, float clip);
 
 /// Checks a quantizer's clip_value: > 0, or +infinity for Larq's `clip_value=None`.
 /// (Larq accepts any value; 0 or less would stop every gradient, NaN every one too.)
-inline void check_clip_value(const char* where, float clip) {
-  if (!(clip > 0.0f))  // also rejects NaN
-    throw argument_error(where, "clip_value > 0 (infinity: no clipping, Larq's None)", detail::concat(clip));
-}
+XQ_DECL void check_clip_value(const char* where, float clip);
 
 /// `f` applied to every element of `x`.
 template <class F>
@@ -99,3 +82,7 @@ tensor map(const tensor& x, F&& f) {
 }
 
 }  // namespace xq::larq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/larq_math.ipp"
+#endif

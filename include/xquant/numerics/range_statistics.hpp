@@ -263,18 +263,7 @@ min_max_part reduce_parts(std::size_t count, std::size_t channels, std::size_t e
 
 /// Min and max of each channel of `x` (laid out as `l`) into min[c], max[c]
 /// (+Inf / -Inf for an empty channel); returns whether every value is finite.
-inline bool min_max(scalar_policy, const float* x, const channel_layout& l, float* min,
-                    float* max) {
-  detail::min_max_part all(l.channels);
-  for (std::size_t o = 0; o < l.outer; ++o)
-    for (std::size_t c = 0; c < l.channels; ++c)
-      for (std::size_t i = 0; i < l.inner; ++i)
-        detail::min_max_one(x[(o * l.channels + c) * l.inner + i], all.min[c], all.max[c],
-                            all.not_finite);
-  std::copy(all.min.begin(), all.min.end(), min);
-  std::copy(all.max.begin(), all.max.end(), max);
-  return all.not_finite == 0.0f;
-}
+XQ_DECL bool min_max(scalar_policy, const float* x, const channel_layout& l, float* min, float* max);
 
 template <class A>
 bool min_max(simd_policy<A>, const float* x, const channel_layout& l, float* min, float* max) {
@@ -307,14 +296,7 @@ bool min_max(simd_policy<A>, const float* x, const channel_layout& l, float* min
 namespace detail {
 /// The first element of channel c, in memory order, that compares equal to
 /// 0 (a denormal too, when they are read as zero). The channel has one.
-inline float first_zero(const float* x, const kernels::channel_layout& l, std::size_t c) {
-  for (std::size_t o = 0; o < l.outer; ++o) {
-    const float* run = x + (o * l.channels + c) * l.inner;
-    for (std::size_t i = 0; i < l.inner; ++i)
-      if (run[i] == 0.0f) return run[i];
-  }
-  return 0.0f;
-}
+XQ_DECL float first_zero(const float* x, const kernels::channel_layout& l, std::size_t c);
 }  // namespace detail
 
 /// The statistics of `x` per channel of `layout` (`channel_layout{1, 1, n}`
@@ -346,11 +328,21 @@ range_statistics measure_range(const tensor& x) {
 }
 
 /// Flat index of the first NaN or ±Inf in `x`, or x.size() (for error messages).
-inline std::size_t first_non_finite(const tensor& x) {
-  const float* p = x.data();
-  for (std::size_t i = 0, n = x.size(); i < n; ++i)
-    if (!std::isfinite(p[i])) return i;
-  return x.size();
-}
+XQ_DECL std::size_t first_non_finite(const tensor& x);
 
 }  // namespace xq
+
+#if defined(XQ_SEPARATE_COMPILATION)
+namespace xq {
+// The default policy's (and the scalar reference's) measure_range are compiled in the
+// library (numerics/impl/range_statistics.ipp).
+extern template range_statistics measure_range<simd_policy<>>(const tensor&, const kernels::channel_layout&);
+extern template range_statistics measure_range<simd_policy<>>(const tensor&);
+extern template range_statistics measure_range<scalar_policy>(const tensor&, const kernels::channel_layout&);
+extern template range_statistics measure_range<scalar_policy>(const tensor&);
+}  // namespace xq
+#endif
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/range_statistics.ipp"
+#endif

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -152,25 +153,15 @@ struct fake_quant_result {
 
 namespace detail {
 
-inline void check_quant_range(std::int64_t quant_min, std::int64_t quant_max, const char* where) {
-  if (quant_min > quant_max)
-    throw argument_error(where, "quant_min <= quant_max",
-                         xq::detail::concat("quant_min = ", quant_min, ", quant_max = ", quant_max));
-}
+/// Throws argument_error (at `where`) unless quant_min <= quant_max.
+XQ_DECL void check_quant_range(std::int64_t quant_min, std::int64_t quant_max, const char* where);
 
-inline void check_scale(float scale, const char* where, const std::string& which = "scale") {
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    throw argument_error(where, which + " finite and > 0", xq::detail::concat(which, " = ", scale));
-}
+/// Throws argument_error (at `where`, naming `which`) unless the scale is finite and > 0.
+XQ_DECL void check_scale(float scale, const char* where, const std::string& which = "scale");
 
-inline void check_zero_point(double zp, std::int64_t quant_min, std::int64_t quant_max,
-                             const char* where, const std::string& which = "zero_point") {
-  if (!(zp >= double(quant_min) && zp <= double(quant_max)))
-    throw argument_error(where,
-                         xq::detail::concat(which, " in [quant_min, quant_max] = [", quant_min, ", ",
-                                            quant_max, "]"),
-                         xq::detail::concat(which, " = ", zp));
-}
+/// Throws argument_error (at `where`, naming `which`) unless quant_min <= zp <= quant_max.
+XQ_DECL void check_zero_point(double zp, std::int64_t quant_min, std::int64_t quant_max, const char* where,
+                              const std::string& which = "zero_point");
 
 /// Calls `run(policy, kernel)` with the per-tensor kernel: the vectorized
 /// float one, or the exact int64 one (scalar) when the range is too wide for
@@ -345,3 +336,59 @@ tensor fake_quantize_per_channel_affine_gradient(const tensor& dy, const tensor&
 }
 
 }  // namespace xq::torch
+
+#if defined(XQ_SEPARATE_COMPILATION)
+namespace xq::torch {
+// The operators for the default policy and the scalar reference are compiled in the
+// library (numerics/impl/torch_fake_quant.ipp).
+extern template tensor fake_quantize_per_tensor_affine<simd_policy<>>(const tensor&, float, std::int64_t, std::int64_t,
+                                                                      std::int64_t);
+extern template fake_quant_result fake_quantize_per_tensor_affine_and_mask<simd_policy<>>(const tensor&, float,
+                                                                                          std::int64_t, std::int64_t,
+                                                                                          std::int64_t);
+extern template tensor fake_quantize_per_tensor_affine_gradient<simd_policy<>>(const tensor&, const tensor&, float,
+                                                                               std::int64_t, std::int64_t,
+                                                                               std::int64_t);
+extern template tensor fake_quantize_per_channel_affine<simd_policy<>>(const tensor&, const vector&,
+                                                                       const index_vector&, long, std::int64_t,
+                                                                       std::int64_t);
+extern template tensor fake_quantize_per_channel_affine<simd_policy<>>(const tensor&, const vector&, const vector&,
+                                                                       long, std::int64_t, std::int64_t);
+extern template fake_quant_result fake_quantize_per_channel_affine_and_mask<simd_policy<>>(const tensor&, const vector&,
+                                                                                           const index_vector&, long,
+                                                                                           std::int64_t, std::int64_t);
+extern template tensor fake_quantize_per_channel_affine_gradient<simd_policy<>>(const tensor&, const tensor&,
+                                                                                const vector&, const index_vector&,
+                                                                                long, std::int64_t, std::int64_t);
+extern template tensor fake_quantize_per_channel_affine_gradient<simd_policy<>>(const tensor&, const tensor&,
+                                                                                const vector&, const vector&, long,
+                                                                                std::int64_t, std::int64_t);
+
+extern template tensor fake_quantize_per_tensor_affine<scalar_policy>(const tensor&, float, std::int64_t, std::int64_t,
+                                                                      std::int64_t);
+extern template fake_quant_result fake_quantize_per_tensor_affine_and_mask<scalar_policy>(const tensor&, float,
+                                                                                          std::int64_t, std::int64_t,
+                                                                                          std::int64_t);
+extern template tensor fake_quantize_per_tensor_affine_gradient<scalar_policy>(const tensor&, const tensor&, float,
+                                                                               std::int64_t, std::int64_t,
+                                                                               std::int64_t);
+extern template tensor fake_quantize_per_channel_affine<scalar_policy>(const tensor&, const vector&,
+                                                                       const index_vector&, long, std::int64_t,
+                                                                       std::int64_t);
+extern template tensor fake_quantize_per_channel_affine<scalar_policy>(const tensor&, const vector&, const vector&,
+                                                                       long, std::int64_t, std::int64_t);
+extern template fake_quant_result fake_quantize_per_channel_affine_and_mask<scalar_policy>(const tensor&, const vector&,
+                                                                                           const index_vector&, long,
+                                                                                           std::int64_t, std::int64_t);
+extern template tensor fake_quantize_per_channel_affine_gradient<scalar_policy>(const tensor&, const tensor&,
+                                                                                const vector&, const index_vector&,
+                                                                                long, std::int64_t, std::int64_t);
+extern template tensor fake_quantize_per_channel_affine_gradient<scalar_policy>(const tensor&, const tensor&,
+                                                                                const vector&, const vector&, long,
+                                                                                std::int64_t, std::int64_t);
+}  // namespace xq::torch
+#endif
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/torch_fake_quant.ipp"
+#endif

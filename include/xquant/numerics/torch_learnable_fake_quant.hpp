@@ -89,9 +89,7 @@ using learnable_fake_quantize_channels = learnable_fake_quantize_channels_t<>;
 /// `_LearnableFakeQuantize`'s grad_factor with use_grad_scaling: LSQ's
 /// 1 / sqrt(numel(x) * quant_max) (computed in double, as Python does, then
 /// passed to the op as a float). Without grad scaling it is 1.
-inline float lsq_grad_factor(std::size_t numel, std::int64_t quant_max) {
-  return float(1.0 / std::sqrt(double(numel) * double(quant_max)));
-}
+XQ_DECL float lsq_grad_factor(std::size_t numel, std::int64_t quant_max);
 
 /// Gradients of the per-tensor learnable op.
 struct learnable_gradients {
@@ -110,32 +108,16 @@ struct learnable_channel_gradients {
 namespace detail {
 
 /// The forward's zero point: nearbyint, clamp, truncate.
-inline std::int64_t forward_zero_point(float zp, std::int64_t qmin, std::int64_t qmax) {
-  const float r = std::nearbyint(zp);
-  return std::int64_t(std::min(std::max(r, float(qmin)), float(qmax)));
-}
+XQ_DECL std::int64_t forward_zero_point(float zp, std::int64_t qmin, std::int64_t qmax);
 
 /// The backward's zero point: zp + 0.5, clamp, truncate.
-inline std::int64_t backward_zero_point(float zp, std::int64_t qmin, std::int64_t qmax) {
-  const float r = zp + 0.5f;
-  return std::int64_t(std::min(std::max(r, float(qmin)), float(qmax)));
-}
+XQ_DECL std::int64_t backward_zero_point(float zp, std::int64_t qmin, std::int64_t qmax);
 
-inline void check_learnable(float scale, float zp, std::int64_t qmin, std::int64_t qmax,
-                            const char* where) {
-  check_quant_range(qmin, qmax, where);
-  check_scale(scale, where);
-  if (!std::isfinite(zp))
-    throw argument_error(where, "a finite zero_point", xq::detail::concat("zero_point = ", zp));
-}
+/// Throws argument_error (at `where`) unless the range, the scale and the zero point are valid.
+XQ_DECL void check_learnable(float scale, float zp, std::int64_t qmin, std::int64_t qmax, const char* where);
 
 /// Per-channel zero points rounded half to even and clamped (as floats).
-inline vector rounded_zero_points(const vector& zp, std::int64_t qmin, std::int64_t qmax) {
-  vector r = vector::from_shape({zp.size()});
-  for (std::size_t c = 0; c < zp.size(); ++c)
-    r(c) = std::min(std::max(std::nearbyint(zp(c)), float(qmin)), float(qmax));
-  return r;
-}
+XQ_DECL vector rounded_zero_points(const vector& zp, std::int64_t qmin, std::int64_t qmax);
 
 }  // namespace detail
 
@@ -213,3 +195,33 @@ learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward(
 }
 
 }  // namespace xq::torch
+
+#if defined(XQ_SEPARATE_COMPILATION)
+namespace xq::torch {
+// The operators for the default policy and the scalar reference are compiled in the
+// library (numerics/impl/torch_learnable_fake_quant.ipp).
+extern template tensor fake_quantize_learnable_per_tensor_affine<simd_policy<>>(const tensor&, float, float,
+                                                                                std::int64_t, std::int64_t, float);
+extern template learnable_gradients fake_quantize_learnable_per_tensor_affine_backward<simd_policy<>>(
+    const tensor&, const tensor&, float, float, std::int64_t, std::int64_t, float);
+extern template tensor fake_quantize_learnable_per_channel_affine<simd_policy<>>(const tensor&, const vector&,
+                                                                                 const vector&, long, std::int64_t,
+                                                                                 std::int64_t, float);
+extern template learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward<simd_policy<>>(
+    const tensor&, const tensor&, const vector&, const vector&, long, std::int64_t, std::int64_t, float);
+
+extern template tensor fake_quantize_learnable_per_tensor_affine<scalar_policy>(const tensor&, float, float,
+                                                                                std::int64_t, std::int64_t, float);
+extern template learnable_gradients fake_quantize_learnable_per_tensor_affine_backward<scalar_policy>(
+    const tensor&, const tensor&, float, float, std::int64_t, std::int64_t, float);
+extern template tensor fake_quantize_learnable_per_channel_affine<scalar_policy>(const tensor&, const vector&,
+                                                                                 const vector&, long, std::int64_t,
+                                                                                 std::int64_t, float);
+extern template learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward<scalar_policy>(
+    const tensor&, const tensor&, const vector&, const vector&, long, std::int64_t, std::int64_t, float);
+}  // namespace xq::torch
+#endif
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/torch_learnable_fake_quant.ipp"
+#endif

@@ -9,11 +9,8 @@
 /// The gradient is computed as Larq writes it, ((1 - |x|) * 2) * dy, so it matches
 /// Larq bit for bit. Runs with denormals flushed, as TF does (larq_math.hpp).
 
-#include <cmath>
-#include <cstddef>
-
-#include "../core/fp_environment.hpp"
-#include "../numerics/larq_math.hpp"
+#include "../config.hpp"
+#include "../core/tensor.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
@@ -26,29 +23,14 @@ class approx_sign : public quantizer_layer<approx_sign> {
   /// 1: binary.
   int precision() const noexcept override { return 1; }
 
-  var quantize(const var& x) override {
-    const flush_denormals_scope as_in_tensorflow;
-    tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });
-    return emit(x, std::move(y), [x](const tensor& dy) {
-      const flush_denormals_scope as_in_tensorflow;
-      return gradient(x.value(), dy);
-    });
-  }
+  var quantize(const var& x) override;
 
   /// The input gradient for upstream gradient `dy` at `x` (Larq's `approx_sign` grad).
-  static tensor gradient(const tensor& x, const tensor& dy) {
-    tensor dx = tensor::from_shape(x.shape());
-    const float* xs = x.data();
-    const float* g = dy.data();
-    float* out = dx.data();
-    const std::size_t n = x.size();
-    XQ_OMP_SIMD
-    for (std::size_t i = 0; i < n; ++i) {
-      const float a = std::fabs(xs[i]);
-      out[i] = a <= 1.0f ? (1.0f - a) * 2.0f * g[i] : 0.0f;  // NaN: 0 (the mask is false)
-    }
-    return dx;
-  }
+  static tensor gradient(const tensor& x, const tensor& dy);
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/approx_sign.ipp"
+#endif

@@ -33,13 +33,13 @@
 ///   xq::var qw = weight_quantizer(w);                // training: range <- w, then QDQ
 /// \endcode
 
-#include <cmath>
 #include <cstddef>
 #include <functional>
 #include <limits>
 #include <string>
-#include <utility>
+#include <vector>
 
+#include "../config.hpp"
 #include "../core/parameter.hpp"
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
@@ -48,60 +48,32 @@
 #include "quantizer_layer.hpp"
 #include "quantizer_numerics.hpp"
 #include "range_tracker.hpp"
-#include "tf_fake_quant_numerics.hpp"
-#include "tf_qdq_numerics.hpp"
-#include "tfmot_range_tracker.hpp"
-#include "torch_fake_quant_numerics.hpp"
-#include "torch_range_tracker.hpp"
 
 namespace xq {
 
 /// The tracker a config asks for: PyTorch's observers for the torch numerics, tfmot's
 /// rules for the TF numerics.
-inline const range_tracker& range_tracker_for(const quantizer_config& c) {
-  if (c.numerics == quant_numerics::torch_fake_quant) return torch_range_tracker::instance();
-  return tfmot_range_tracker::instance();
-}
+XQ_DECL const range_tracker& range_tracker_for(const quantizer_config& c);
 
 /// The numerics a config asks for.
-inline const quantizer_numerics& numerics_for(const quantizer_config& c) {
-  switch (c.numerics) {
-    case quant_numerics::tf_fake_quant: return tf_fake_quant_numerics::instance();
-    case quant_numerics::torch_fake_quant: return torch_fake_quant_numerics::instance();
-    case quant_numerics::tf_qdq: break;
-  }
-  return tf_qdq_numerics::instance();
-}
+XQ_DECL const quantizer_numerics& numerics_for(const quantizer_config& c);
 
 class fake_quantizer : public quantizer_layer<fake_quantizer> {
  public:
   /// Off, with the default config.
   fake_quantizer() : fake_quantizer(quantizer_config{}, false) {}
   /// Validates `config` (argument_error) and starts from the initial range.
-  explicit fake_quantizer(quantizer_config config, bool enabled = true)
-      : quantizer_layer<fake_quantizer>("fake_quantizer") {
-    configure(config);
-    enable(enabled);
-  }
+  explicit fake_quantizer(quantizer_config config, bool enabled = true);
 
   /// num_bits.
   int precision() const override { return config_.num_bits; }
   /// "8-bit symmetric narrow per-channel(axis -1) tf_qdq last_value".
-  std::string describe() const override { return xq::describe(config_); }
+  std::string describe() const override;
 
   const quantizer_config& config() const noexcept { return config_; }
   /// Validates `c` (num_bits for the numerics, the per-channel axis, decay constants,
   /// the initial range: argument_error naming path()), adopts it and resets the state.
-  void configure(const quantizer_config& c) {
-    validate(c, path());
-    config_ = c;
-    tracker_ = &range_tracker_for(c);
-    numerics_ = &numerics_for(c);
-    min_ = make_parameter(tracker_->min_name(), tensor::from_shape({0}), false);
-    max_ = make_parameter(tracker_->max_name(), tensor::from_shape({0}), false);
-    name_parameters();
-    reset();
-  }
+  void configure(const quantizer_config& c);
   /// The range tracker and the numerics the config picked.
   const range_tracker& tracker() const noexcept { return *tracker_; }
   const quantizer_numerics& numerics() const noexcept { return *numerics_; }
@@ -119,60 +91,25 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// (size 0: back to before the first batch); each pair finite with min <= max
   /// (tf_fake_quant: min < max, or both 0). Also accepts what min() / max() give for an
   /// unobserved torch quantizer (+Inf / -Inf).
-  void set_range(vector lo, vector hi) {
-    check_range(lo, hi);
-    store(lo, hi);
-    built_ = true;
-  }
+  void set_range(vector lo, vector hi);
   /// Throws argument_error (naming path()) unless `set_range(lo, hi)` would accept them.
-  void check_range(const vector& lo, const vector& hi) const {
-    const std::string& w = path();
-    if (lo.size() != hi.size())
-      throw argument_error(w, "min and max of the same length", detail::concat("lengths ", lo.size(), " and ", hi.size()));
-    if (!config_.per_channel && lo.size() != 1)
-      throw argument_error(w, "one min and one max (per-tensor range)", detail::concat(lo.size(), " values"));
-    for (std::size_t c = 0; c < lo.size(); ++c) {
-      const float a = lo(c), b = hi(c);
-      const bool unobserved = config_.numerics == quant_numerics::torch_fake_quant && !config_.per_channel &&
-                              a == infinity() && b == -infinity();
-      if (unobserved) continue;
-      const std::string at_channel = config_.per_channel ? detail::concat(" at channel ", c) : "";
-      if (!std::isfinite(a) || !std::isfinite(b) || a > b)
-        throw argument_error(w, "finite min <= max", detail::concat("min = ", a, ", max = ", b, at_channel));
-      if (config_.numerics == quant_numerics::tf_fake_quant && a == b && a != 0.0f)
-        throw argument_error(w, "min < max, or min = max = 0 (tf_fake_quant divides by max - min)",
-                             detail::concat("min = max = ", a, at_channel));
-    }
-  }
+  void check_range(const vector& lo, const vector& hi) const;
 
   /// Training batches observed since the last reset or configure.
   std::size_t batches_seen() const noexcept { return batches_; }
 
   /// Brings back a saved state (checkpoints): the range as `set_range` takes it (and
   /// checks it), and the number of batches seen. On an exception nothing changes.
-  void restore(vector lo, vector hi, std::size_t batches_seen) {
-    set_range(std::move(lo), std::move(hi));
-    batches_ = batches_seen;
-  }
+  void restore(vector lo, vector hi, std::size_t batches_seen);
   /// Sets the number of batches seen (checkpoints; the range is in the parameters).
   void set_batches_seen(std::size_t n) noexcept { batches_ = n; }
 
   /// Back to the initial state: the range before any batch, no batch seen.
-  void reset() {
-    batches_ = 0;
-    if (config_.per_channel) {
-      store(vector::from_shape({0}), vector::from_shape({0}));
-    } else {
-      store(vector({tracker_->initial_min(config_)}), vector({tracker_->initial_max(config_)}));
-    }
-  }
+  void reset();
 
   /// The range's two parameters once the quantizer is part of the model: on, and called
   /// (or given a range) at least once — as a layer's weights appear on its first call.
-  std::vector<parameter_ptr> parameters() const override {
-    if (!enabled() || !built_) return {};
-    return {min_, max_};
-  }
+  std::vector<parameter_ptr> parameters() const override;
 
   /// Whether the state is part of the model yet (see `parameters()`).
   bool built() const noexcept { return built_; }
@@ -181,74 +118,25 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
 
   /// Gives this quantizer state parameters of its own (copies of the current ones):
   /// a copied quantizer shares its state, as a copied layer shares its weights.
-  void detach_state() {
-    min_ = std::make_shared<parameter>(*min_);
-    max_ = std::make_shared<parameter>(*max_);
-  }
+  void detach_state();
 
-  void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override {
-    f(min_);
-    f(max_);
-  }
+  void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override;
 
  protected:
   /// For presets (moving_average_quantizer.hpp): another default name and kind.
-  fake_quantizer(std::string default_name, std::string (*type_name)(), const quantizer_config& config)
-      : quantizer_layer<fake_quantizer>(std::move(default_name)) {
-    set_kind(type_name);
-    configure(config);
-    built_ = true;  // a standalone quantizer's state is there from the start
-  }
+  fake_quantizer(std::string default_name, std::string (*type_name)(), const quantizer_config& config);
 
-  void observe(const tensor& x) override {
-    built_ = true;
-    if (x.size() == 0) return;  // nothing to learn a range from (TF's min of nothing is +Inf)
-    const kernels::channel_layout l = layout_of(x);
-    vector lo = min(), hi = max();
-    tracker_->update(config_, x, l, lo, hi, path());
-    store(lo, hi);
-    ++batches_;
-  }
+  void observe(const tensor& x) override;
 
-  var quantize(const var& x) override {
-    built_ = true;
-    const tensor& xv = x.value();
-    const kernels::channel_layout l = layout_of(xv);
-    vector lo = min(), hi = max();
-    tracker_->current(config_, l.channels, lo, hi);
-    const bool record = needs_grad(x);
-    quantized_output out = numerics_->apply(config_, xv, l, lo, hi, record, path());
-    if (!record) return var(std::move(out.y));
-    return emit(x, std::move(out.y), std::move(out.input_gradient));
-  }
+  var quantize(const var& x) override;
 
  private:
   static float infinity() noexcept { return std::numeric_limits<float>::infinity(); }
-  static vector to_vector(const tensor& t) {
-    vector v = vector::from_shape({t.size()});
-    std::copy(t.begin(), t.end(), v.begin());
-    return v;
-  }
-  void store(const vector& lo, const vector& hi) {
-    min_->value = tensor::from_shape({lo.size()});
-    max_->value = tensor::from_shape({hi.size()});
-    std::copy(lo.begin(), lo.end(), min_->value.begin());
-    std::copy(hi.begin(), hi.end(), max_->value.begin());
-  }
+  static vector to_vector(const tensor& t);
+  void store(const vector& lo, const vector& hi);
 
   /// The channel layout of `x`, checked against the channels stored so far.
-  kernels::channel_layout layout_of(const tensor& x) const {
-    if (!config_.per_channel) return kernels::channel_layout{1, 1, x.size()};
-    const std::string& w = path();
-    const auto l = kernels::channel_layout::of(x.shape(), config_.channel_axis, w.c_str());
-    const std::size_t stored = min_->value.size();
-    if (stored != 0 && stored != l.channels)
-      throw argument_error(w,
-                           detail::concat(stored, " channels on axis ", config_.channel_axis,
-                                          " (as in the batches seen, or the range set)"),
-                           detail::concat(l.channels, " channels, input of shape ", detail::shape_string(x.shape())));
-    return l;
-  }
+  kernels::channel_layout layout_of(const tensor& x) const;
 
   quantizer_config config_;
   const range_tracker* tracker_ = nullptr;
@@ -259,3 +147,7 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/fake_quantizer.ipp"
+#endif

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "../config.hpp"
 #include "../core/tensor.hpp"
 
 namespace xq {
@@ -15,17 +16,7 @@ namespace xq {
 class gradient_flow {
  public:
   /// Feeds the gradient the quantizer passes back to its input.
-  void update(const tensor& input_grad) {
-    const std::size_t n = input_grad.size();
-    const float* g = input_grad.data();
-    std::size_t nonzero = 0;
-#if defined(_OPENMP)
-#pragma omp simd reduction(+ : nonzero)
-#endif
-    for (std::size_t i = 0; i < n; ++i) nonzero += (g[i] != 0.0f);
-    sum_ += n ? static_cast<double>(nonzero) / static_cast<double>(n) : 0.0;
-    ++count_;
-  }
+  void update(const tensor& input_grad);
   /// Mean share of non-zero input gradients per backward pass (0 before any).
   double result() const noexcept { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
   std::size_t count() const noexcept { return count_; }
@@ -40,3 +31,7 @@ class gradient_flow {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/gradient_flow.ipp"
+#endif

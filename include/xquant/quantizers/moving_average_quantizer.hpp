@@ -36,7 +36,7 @@
 #include <string>
 #include <utility>
 
-#include "../core/error.hpp"
+#include "../config.hpp"
 #include "../core/type_name.hpp"
 #include "fake_quantizer.hpp"
 
@@ -79,21 +79,11 @@ class moving_average_quantizer : public fake_quantizer {
   const parameter_ptr& max_var() const noexcept { return max_parameter(); }
 
  private:
-  static quantizer_config preset(int num_bits, bool symmetric, bool narrow_range) {
-    if (num_bits < 2 || num_bits > 16)
-      throw argument_error("moving_average_quantizer", "num_bits in [2, 16]", detail::concat(num_bits));
-    quantizer_config c;
-    c.num_bits = num_bits;
-    c.symmetric = symmetric;
-    c.narrow_range = narrow_range;
-    c.per_channel = false;
-    c.numerics = quant_numerics::tf_fake_quant;
-    c.tracking = range_tracking::moving_average;
-    c.ema_decay = 0.999;
-    c.init_min = initial_min;
-    c.init_max = initial_max;
-    return c;
-  }
+  static quantizer_config preset(int num_bits, bool symmetric, bool narrow_range);
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/moving_average_quantizer.ipp"
+#endif

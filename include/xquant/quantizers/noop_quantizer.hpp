@@ -11,7 +11,7 @@
 /// name, a path and metrics. With no gradient-flow metric it returns its input var
 /// itself (no copy, nothing on the tape), as Larq returns its input.
 
-#include "../core/error.hpp"
+#include "../config.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
@@ -20,21 +20,19 @@ namespace xq {
 class noop_quantizer : public quantizer_layer<noop_quantizer> {
  public:
   /// `precision`: the bit width the values are declared to have, in [1, 32].
-  explicit noop_quantizer(int precision) : quantizer_layer<noop_quantizer>("no_op"), precision_(precision) {
-    if (precision < 1 || precision > 32)
-      throw argument_error("xq::noop_quantizer", "precision in [1, 32]", detail::concat(precision));
-  }
+  explicit noop_quantizer(int precision);
 
   /// What the constructor was given.
   int precision() const noexcept override { return precision_; }
 
-  var quantize(const var& x) override {
-    if (!gradient_flow_metric()) return x;
-    return emit(x, x.value(), [](const tensor& dy) { return dy; });
-  }
+  var quantize(const var& x) override;
 
  private:
   int precision_;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/noop_quantizer.ipp"
+#endif

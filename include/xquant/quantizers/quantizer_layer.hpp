@@ -60,22 +60,14 @@ class quantizer_base {
   /// Runs the quantizer: observes a training batch (when the observer is on), then
   /// quantizes with the current state (when fake quant is on), and updates the metrics.
   /// Off (`enabled()` false): returns `x` itself, records nothing.
-  var operator()(const var& x) {
-    if (!enabled_) return x;
-    return detail::run_leaf_call(this, path_, type_name_, layer_role::quantizer, [&] { return run(x); }, x);
-  }
+  var operator()(const var& x);
 
   /// The quantizer's own name ("ste_sign" until renamed).
   const std::string& name() const noexcept { return name_; }
   /// The full path in its model ("block/conv/kernel_quantizer").
   const std::string& path() const noexcept { return path_; }
   /// Sets the path and renames the quantizer's parameters after it.
-  void set_path(std::string p) {
-    path_ = std::move(p);
-    for_each_parameter_slot([this](parameter_ptr& param) {
-      if (param) param->set_owner_path(path_);
-    });
-  }
+  void set_path(std::string p);
   /// The quantizer's type name ("ste_sign", "fake_quantizer"), for summaries and checkpoints.
   std::string kind() const { return type_name_(); }
 
@@ -83,14 +75,14 @@ class quantizer_base {
   virtual int precision() const = 0;
   /// One line for summaries, checkpoints and errors: "ste_sign(clip_value 1)". The kind
   /// unless a quantizer says more.
-  virtual std::string describe() const { return kind(); }
+  virtual std::string describe() const;
 
   /// The quantizer's state and learned parameters (a fake quantizer that is off, or not
   /// called yet, has none: its state is not part of the model then).
-  virtual std::vector<parameter_ptr> parameters() const { return {}; }
+  virtual std::vector<parameter_ptr> parameters() const;
   /// Calls `f(parameter_ptr&)` on every parameter slot, null ones and those of an off
   /// quantizer included (core/clone.hpp's protocol: a clone rebinds them all).
-  virtual void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) { (void)f; }
+  virtual void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f);
 
   // ---- switches -------------------------------------------------------------------------
 
@@ -108,11 +100,7 @@ class quantizer_base {
   // ---- metrics ---------------------------------------------------------------------------
 
   /// Turns on exactly these metrics; their figures start from zero.
-  void set_metrics(quantizer_metric m) {
-    metrics_chosen_ = true;
-    flip_ = has_metric(m, quantizer_metric::flip_ratio) ? std::make_shared<flip_ratio>() : nullptr;
-    flow_ = has_metric(m, quantizer_metric::gradient_flow) ? std::make_shared<gradient_flow>() : nullptr;
-  }
+  void set_metrics(quantizer_metric m);
   /// The metrics turned on.
   quantizer_metric metrics() const noexcept {
     return (flip_ ? quantizer_metric::flip_ratio : quantizer_metric::none) |
@@ -121,12 +109,7 @@ class quantizer_base {
   /// True once metrics were chosen for this quantizer (a metrics_scope then leaves it alone).
   bool metrics_chosen() const noexcept { return metrics_chosen_; }
   /// Larq's rule for kernel quantizers: take the scope's metrics unless chosen.
-  void adopt_scope_metrics() {
-    if (!metrics_chosen_ && metrics_scope::current() != quantizer_metric::none) {
-      set_metrics(metrics_scope::current());
-      metrics_chosen_ = false;
-    }
-  }
+  void adopt_scope_metrics();
   /// The flip-ratio metric, or nullptr when off.
   const flip_ratio* flip_ratio_metric() const noexcept { return flip_.get(); }
   /// The gradient-flow metric, or nullptr when off.
@@ -138,10 +121,7 @@ class quantizer_base {
     if (flow_) f("gradient_flow/" + path_, flow_->result());
   }
   /// Starts every metric's average again (fit does it at each epoch's start).
-  void reset_metrics() {
-    if (flip_) flip_->reset();
-    if (flow_) flow_->reset();
-  }
+  void reset_metrics();
 
  protected:
   /// `default_name`: the name until renamed; `type_name`: what `kind()` returns.
@@ -149,40 +129,20 @@ class quantizer_base {
       : name_(default_name), path_(std::move(default_name)), type_name_(type_name) {}
 
   // A copy (a clone, a quantized twin) gets metrics of its own, not a shared average.
-  quantizer_base(const quantizer_base& o)
-      : name_(o.name_), path_(o.path_), type_name_(o.type_name_), enabled_(o.enabled_),
-        observer_enabled_(o.observer_enabled_), fake_quant_enabled_(o.fake_quant_enabled_),
-        metrics_chosen_(o.metrics_chosen_) {
-    copy_metrics(o);
-  }
-  quantizer_base& operator=(const quantizer_base& o) {
-    if (this != &o) {
-      name_ = o.name_;
-      path_ = o.path_;
-      type_name_ = o.type_name_;
-      enabled_ = o.enabled_;
-      observer_enabled_ = o.observer_enabled_;
-      fake_quant_enabled_ = o.fake_quant_enabled_;
-      metrics_chosen_ = o.metrics_chosen_;
-      copy_metrics(o);
-    }
-    return *this;
-  }
+  quantizer_base(const quantizer_base& o);
+  quantizer_base& operator=(const quantizer_base& o);
   quantizer_base(quantizer_base&&) noexcept = default;
   quantizer_base& operator=(quantizer_base&&) noexcept = default;
 
   /// Renames the parameters after the path (a quantizer calls it when it creates them).
   void name_parameters() { set_path(path_); }
-  void rename(std::string n) {
-    name_ = std::move(n);
-    set_path(name_);
-  }
+  void rename(std::string n);
   /// For a preset deriving from another quantizer: what `kind()` returns.
   void set_kind(std::string (*type_name)()) noexcept { type_name_ = type_name; }
 
   /// Updates the state from a training batch (only when the observer is on). Must leave
   /// the state as it was when it throws.
-  virtual void observe(const tensor& x) { (void)x; }
+  virtual void observe(const tensor& x);
   /// The forward with the current state, on the tape (build the output with `emit`).
   virtual var quantize(const var& x) = 0;
 
@@ -207,17 +167,8 @@ class quantizer_base {
   }
 
  private:
-  var run(const var& x) {
-    if (observer_enabled_ && is_training()) observe(x.value());
-    if (!fake_quant_enabled_) return x;
-    var y = quantize(x);
-    if (flip_ && is_training()) flip_->update(y.value());
-    return y;
-  }
-  void copy_metrics(const quantizer_base& o) {
-    flip_ = o.flip_ ? std::make_shared<flip_ratio>(*o.flip_) : nullptr;
-    flow_ = o.flow_ ? std::make_shared<gradient_flow>(*o.flow_) : nullptr;
-  }
+  var run(const var& x);
+  void copy_metrics(const quantizer_base& o);
 
   std::string name_, path_;
   std::string (*type_name_)();
@@ -269,3 +220,7 @@ class quantizer_layer : public quantizer_base {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/quantizer_layer.ipp"
+#endif

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "../config.hpp"
+
 namespace xq {
 
 /// Metrics a quantizer can keep (combine with `|`).
@@ -33,10 +35,8 @@ struct metrics_scope_state {
   quantizer_metric metrics = quantizer_metric::none;
   bool active = false;
 };
-inline metrics_scope_state& this_thread_metrics_scope() {
-  thread_local metrics_scope_state s;
-  return s;
-}
+/// This thread's innermost scope.
+XQ_DECL metrics_scope_state& this_thread_metrics_scope();
 }  // namespace detail
 
 /// While alive, quant layers constructed on this thread give their kernel quantizer
@@ -51,13 +51,14 @@ class metrics_scope {
   metrics_scope& operator=(const metrics_scope&) = delete;
 
   /// The innermost scope's metrics; `none` outside every scope.
-  static quantizer_metric current() noexcept {
-    const auto& s = detail::this_thread_metrics_scope();
-    return s.active ? s.metrics : quantizer_metric::none;
-  }
+  static quantizer_metric current() noexcept;
 
  private:
   detail::metrics_scope_state previous_;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/quantizer_metrics.ipp"
+#endif

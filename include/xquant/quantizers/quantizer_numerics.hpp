@@ -16,13 +16,10 @@
 #include <string>
 #include <utility>
 
+#include "../config.hpp"
 #include "../core/error.hpp"
-#include "../core/fp_environment.hpp"
 #include "../core/tensor.hpp"
 #include "../kernels/channel_layout.hpp"
-#include "../kernels/policy.hpp"
-#include "../kernels/scalar.hpp"
-#include "../kernels/simd.hpp"
 #include "quantizer_config.hpp"
 
 namespace xq {
@@ -59,24 +56,14 @@ class quantizer_numerics {
 
   /// The gradient dy * mask of an operator that wrote its mask alongside y, under TF's
   /// denormal flushing when `flush` (TF's gradient ops flush a denormal dy to 0).
-  static std::function<tensor(const tensor&)> masked_gradient(mask_tensor mask, bool flush) {
-    return [mask = std::move(mask), flush](const tensor& dy) {
-      tensor dx = tensor::from_shape(dy.shape());
-      if (flush) {
-        const flush_denormals_scope as_in_tensorflow;
-        kernels::apply_mask(default_policy{}, mask.data(), dy.data(), dx.data(), dx.size());
-      } else {
-        kernels::apply_mask(default_policy{}, mask.data(), dy.data(), dx.data(), dx.size());
-      }
-      return dx;
-    };
-  }
+  static std::function<tensor(const tensor&)> masked_gradient(mask_tensor mask, bool flush);
 
-  static tensor as_tensor(const vector& v) {
-    tensor t = tensor::from_shape({v.size()});
-    std::copy(v.begin(), v.end(), t.begin());
-    return t;
-  }
+  /// `v` as a tensor of shape {v.size()}.
+  static tensor as_tensor(const vector& v);
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/quantizer_numerics.ipp"
+#endif

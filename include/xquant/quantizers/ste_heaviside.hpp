@@ -9,8 +9,7 @@
 /// Default clip_value = 1.0, as Larq; +infinity is Larq's `clip_value=None`. Runs with
 /// denormals flushed, as TF does, so 1e-45 gives 0 (larq_math.hpp).
 
-#include "../core/fp_environment.hpp"
-#include "../numerics/larq_math.hpp"
+#include "../config.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
@@ -18,26 +17,20 @@ namespace xq {
 /// Larq's `SteHeaviside` quantizer (precision 1).
 class ste_heaviside : public quantizer_layer<ste_heaviside> {
  public:
-  explicit ste_heaviside(float clip_value = 1.0f)
-      : quantizer_layer<ste_heaviside>("ste_heaviside"), clip_value_(clip_value) {
-    larq::check_clip_value("xq::ste_heaviside", clip_value);
-  }
+  explicit ste_heaviside(float clip_value = 1.0f);
 
   /// 1: binary ({0, 1}).
   int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
-  var quantize(const var& x) override {
-    const flush_denormals_scope as_in_tensorflow;
-    tensor y = larq::map(x.value(), [](float v) { return larq::heaviside(v); });
-    return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {
-      const flush_denormals_scope as_in_tensorflow;
-      return larq::clipped_gradient(x.value(), dy, clip);
-    });
-  }
+  var quantize(const var& x) override;
 
  private:
   float clip_value_;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/ste_heaviside.ipp"
+#endif

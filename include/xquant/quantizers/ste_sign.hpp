@@ -10,37 +10,29 @@
 /// is Larq's `clip_value=None` (no clipping). Like every TF op, it runs with denormals
 /// flushed (larq_math.hpp), so -1e-45 gives +1 as in Larq.
 
-#include <cmath>
 #include <limits>
 
-#include "../core/error.hpp"
-#include "../core/fp_environment.hpp"
-#include "../numerics/larq_math.hpp"
+#include "../config.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
 
 class ste_sign : public quantizer_layer<ste_sign> {
  public:
-  explicit ste_sign(float clip_value = 1.0f) : quantizer_layer<ste_sign>("ste_sign"), clip_value_(clip_value) {
-    larq::check_clip_value("xq::ste_sign", clip_value);
-  }
+  explicit ste_sign(float clip_value = 1.0f);
 
   /// 1: binary.
   int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
-  var quantize(const var& x) override {
-    const flush_denormals_scope as_in_tensorflow;
-    tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });
-    return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {
-      const flush_denormals_scope as_in_tensorflow;
-      return larq::clipped_gradient(x.value(), dy, clip);
-    });
-  }
+  var quantize(const var& x) override;
 
  private:
   float clip_value_;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/ste_sign.ipp"
+#endif

@@ -19,12 +19,8 @@
 ///   xq::ste_tern twn(0.05f, true);      // Δ = 0.7 · mean|x| (the threshold is then unused)
 /// \endcode
 
-#include <cmath>
-#include <cstddef>
-
-#include "../core/error.hpp"
-#include "../core/fp_environment.hpp"
-#include "../numerics/larq_math.hpp"
+#include "../config.hpp"
+#include "../core/tensor.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
@@ -34,15 +30,7 @@ class ste_tern : public quantizer_layer<ste_tern> {
  public:
   /// Larq's arguments in Larq's order: threshold_value (finite, >= 0),
   /// ternary_weight_networks, clip_value (> 0; infinity: no clipping).
-  explicit ste_tern(float threshold_value = 0.05f, bool ternary_weight_networks = false, float clip_value = 1.0f)
-      : quantizer_layer<ste_tern>("ste_tern"),
-        threshold_value_(threshold_value),
-        clip_value_(clip_value),
-        ternary_weight_networks_(ternary_weight_networks) {
-    if (!(threshold_value >= 0.0f) || !std::isfinite(threshold_value))
-      throw argument_error("xq::ste_tern", "a finite threshold_value >= 0", detail::concat(threshold_value));
-    larq::check_clip_value("xq::ste_tern", clip_value);
-  }
+  explicit ste_tern(float threshold_value = 0.05f, bool ternary_weight_networks = false, float clip_value = 1.0f);
 
   /// 2: ternary.
   int precision() const noexcept override { return 2; }
@@ -51,34 +39,9 @@ class ste_tern : public quantizer_layer<ste_tern> {
   float clip_value() const noexcept { return clip_value_; }
 
   /// The threshold Δ used for `x`: threshold_value, or TWN's 0.7 · mean(|x|).
-  float threshold(const tensor& x) const {
-    if (!ternary_weight_networks_) return threshold_value_;
-    const float* xs = x.data();
-    const std::size_t n = x.size();
-    // 16 double lanes (element i into lane i % 16), combined in lane order: a fixed
-    // order (the same bits on every build), and independent chains that vectorize.
-    double lane[16] = {};
-    std::size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-      for (std::size_t l = 0; l < 16; ++l) lane[l] += std::fabs(xs[i + l]);
-    for (; i < n; ++i) lane[i % 16] += std::fabs(xs[i]);
-    double sum = 0.0;
-    for (double v : lane) sum += v;
-    // Larq: 0.7 * reduce_sum(|x|) / size, each step rounded to float32.
-    return (0.7f * static_cast<float>(sum)) / static_cast<float>(n);
-  }
+  float threshold(const tensor& x) const;
 
-  var quantize(const var& x) override {
-    const flush_denormals_scope as_in_tensorflow;
-    const float delta = threshold(x.value());
-    tensor y = larq::map(x.value(), [delta](float v) {
-      return larq::tf_sign(larq::tf_sign(v + delta) + larq::tf_sign(v - delta));
-    });
-    return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {
-      const flush_denormals_scope as_in_tensorflow;
-      return larq::clipped_gradient(x.value(), dy, clip);
-    });
-  }
+  var quantize(const var& x) override;
 
  private:
   float threshold_value_, clip_value_;
@@ -86,3 +49,7 @@ class ste_tern : public quantizer_layer<ste_tern> {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/ste_tern.ipp"
+#endif

@@ -11,12 +11,8 @@
 /// (larq_math.hpp), so it matches Larq bit for bit, its overflows included: for large
 /// |x| cosh overflows and the gradient is ±0; once βx itself overflows it is NaN.
 
-#include <cmath>
-#include <cstddef>
-
-#include "../core/error.hpp"
-#include "../core/fp_environment.hpp"
-#include "../numerics/larq_math.hpp"
+#include "../config.hpp"
+#include "../core/tensor.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
@@ -25,41 +21,23 @@ namespace xq {
 class swish_sign : public quantizer_layer<swish_sign> {
  public:
   /// `beta`: the sharpness of the surrogate (finite, > 0; Larq's default 5).
-  explicit swish_sign(float beta = 5.0f) : quantizer_layer<swish_sign>("swish_sign"), beta_(beta) {
-    if (!(beta > 0.0f) || !std::isfinite(beta))
-      throw argument_error("xq::swish_sign", "a finite beta > 0", detail::concat(beta));
-  }
+  explicit swish_sign(float beta = 5.0f);
 
   /// 1: binary.
   int precision() const noexcept override { return 1; }
   float beta() const noexcept { return beta_; }
 
-  var quantize(const var& x) override {
-    const flush_denormals_scope as_in_tensorflow;
-    tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });
-    return emit(x, std::move(y), [x, beta = beta_](const tensor& dy) {
-      const flush_denormals_scope as_in_tensorflow;
-      return gradient(x.value(), dy, beta);
-    });
-  }
+  var quantize(const var& x) override;
 
   /// The input gradient for upstream gradient `dy` at `x` (Larq's `swish_sign` grad).
-  static tensor gradient(const tensor& x, const tensor& dy, float beta) {
-    tensor dx = tensor::from_shape(x.shape());
-    const float* xs = x.data();
-    const float* g = dy.data();
-    float* out = dx.data();
-    const std::size_t n = x.size();
-    // Not `omp simd`: cosh is a libm call (TF calls it per element too).
-    for (std::size_t i = 0; i < n; ++i) {
-      const float bx = beta * xs[i];
-      out[i] = g[i] * beta * (2.0f - bx * larq::tanh(bx * 0.5f)) / (1.0f + larq::cosh(bx));
-    }
-    return dx;
-  }
+  static tensor gradient(const tensor& x, const tensor& dy, float beta);
 
  private:
   float beta_;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/swish_sign.ipp"
+#endif

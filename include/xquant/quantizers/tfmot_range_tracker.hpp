@@ -12,12 +12,8 @@
 /// LastValue only; this extends its rules channel by channel, starting each channel from
 /// the initial range). The state is tfmot's "min_var" / "max_var".
 
-#include <algorithm>
 #include <string>
-#include <utility>
 
-#include "../core/fp_environment.hpp"
-#include "../numerics/range_statistics.hpp"
 #include "../numerics/tfmot_quantizers.hpp"
 #include "range_tracker.hpp"
 
@@ -26,10 +22,7 @@ namespace xq {
 class tfmot_range_tracker final : public range_tracker {
  public:
   /// The one instance (a tracker keeps no state of its own).
-  static const tfmot_range_tracker& instance() {
-    static const tfmot_range_tracker t;
-    return t;
-  }
+  static const tfmot_range_tracker& instance();
 
   const char* min_name() const noexcept override { return "min_var"; }
   const char* max_name() const noexcept override { return "max_var"; }
@@ -41,41 +34,17 @@ class tfmot_range_tracker final : public range_tracker {
     return c.tracking == range_tracking::all_values ? 0.0f : c.init_max;
   }
 
-  void current(const quantizer_config& c, std::size_t channels, vector& min, vector& max) const override {
-    if (min.size() != 0) return;
-    min = vector::from_shape({channels});
-    max = vector::from_shape({channels});
-    std::fill(min.begin(), min.end(), initial_min(c));
-    std::fill(max.begin(), max.end(), initial_max(c));
-  }
+  void current(const quantizer_config& c, std::size_t channels, vector& min, vector& max) const override;
 
   void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
-              const std::string& where) const override {
-    const flush_denormals_scope as_in_tensorflow;
-    range_statistics s = measure_range(x, l);
-    if (!s.finite) {
-      const std::size_t at = first_non_finite(x);
-      throw argument_error(where, "finite values in the training batch (the range is left as it was)",
-                           detail::concat(x.data()[at], " at flat index ", at));
-    }
-    tfmot::range_state batch{std::move(s.min), std::move(s.max)};
-    tfmot::adjust_batch_range(batch, {c.num_bits, c.per_channel, c.symmetric, c.narrow_range, c.ema_decay});
-    tfmot::range_state state{min, max};
-    current(c, l.channels, state.min, state.max);
-    tfmot::update_range(rule(c.tracking), state, batch, c.ema_decay);
-    min = std::move(state.min);
-    max = std::move(state.max);
-  }
+              const std::string& where) const override;
 
  private:
-  static tfmot::range_update rule(range_tracking t) noexcept {
-    switch (t) {
-      case range_tracking::last_value: return tfmot::range_update::last_value;
-      case range_tracking::moving_average: return tfmot::range_update::moving_average;
-      case range_tracking::all_values: return tfmot::range_update::all_values;
-    }
-    return tfmot::range_update::last_value;
-  }
+  static tfmot::range_update rule(range_tracking t) noexcept;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/tfmot_range_tracker.ipp"
+#endif

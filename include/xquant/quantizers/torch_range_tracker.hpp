@@ -14,10 +14,7 @@
 
 #include <limits>
 #include <string>
-#include <utility>
 
-#include "../numerics/range_statistics.hpp"
-#include "../numerics/torch_observers.hpp"
 #include "range_tracker.hpp"
 
 namespace xq {
@@ -25,10 +22,7 @@ namespace xq {
 class torch_range_tracker final : public range_tracker {
  public:
   /// The one instance (a tracker keeps no state of its own).
-  static const torch_range_tracker& instance() {
-    static const torch_range_tracker t;
-    return t;
-  }
+  static const torch_range_tracker& instance();
 
   const char* min_name() const noexcept override { return "min_val"; }
   const char* max_name() const noexcept override { return "max_val"; }
@@ -37,19 +31,11 @@ class torch_range_tracker final : public range_tracker {
   void current(const quantizer_config&, std::size_t, vector&, vector&) const override {}
 
   void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
-              const std::string& where) const override {
-    range_statistics s = measure_range(x, l);
-    if (!s.finite) {
-      const std::size_t at = first_non_finite(x);
-      throw argument_error(where, "finite values in the training batch (the range is left as it was)",
-                           detail::concat(x.data()[at], " at flat index ", at));
-    }
-    const torch::observer_update u = c.tracking == range_tracking::moving_average ? torch::observer_update::moving_average
-                                     : c.tracking == range_tracking::all_values   ? torch::observer_update::min_max
-                                                                                  : torch::observer_update::last_value;
-    torch::update_observed_range(u, float(c.averaging_constant), c.per_channel, min, max, std::move(s.min),
-                                 std::move(s.max), where, c.channel_axis);
-  }
+              const std::string& where) const override;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/torch_range_tracker.ipp"
+#endif

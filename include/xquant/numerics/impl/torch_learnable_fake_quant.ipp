@@ -1,0 +1,71 @@
+#pragma once
+/// \file torch_learnable_fake_quant.ipp
+/// LSQ's grad factor, zero-point rounding and checks (numerics/torch_learnable_fake_quant.hpp);
+/// in separate mode also the operators for the default policy and the scalar reference.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "../torch_learnable_fake_quant.hpp"
+
+namespace xq::torch {
+
+XQ_DECL float lsq_grad_factor(std::size_t numel, std::int64_t quant_max) {
+  return float(1.0 / std::sqrt(double(numel) * double(quant_max)));
+}
+
+namespace detail {
+
+XQ_DECL std::int64_t forward_zero_point(float zp, std::int64_t qmin, std::int64_t qmax) {
+  const float r = std::nearbyint(zp);
+  return std::int64_t(std::min(std::max(r, float(qmin)), float(qmax)));
+}
+
+XQ_DECL std::int64_t backward_zero_point(float zp, std::int64_t qmin, std::int64_t qmax) {
+  const float r = zp + 0.5f;
+  return std::int64_t(std::min(std::max(r, float(qmin)), float(qmax)));
+}
+
+XQ_DECL void check_learnable(float scale, float zp, std::int64_t qmin, std::int64_t qmax, const char* where) {
+  check_quant_range(qmin, qmax, where);
+  check_scale(scale, where);
+  if (!std::isfinite(zp))
+    throw argument_error(where, "a finite zero_point", xq::detail::concat("zero_point = ", zp));
+}
+
+XQ_DECL vector rounded_zero_points(const vector& zp, std::int64_t qmin, std::int64_t qmax) {
+  vector r = vector::from_shape({zp.size()});
+  for (std::size_t c = 0; c < zp.size(); ++c)
+    r(c) = std::min(std::max(std::nearbyint(zp(c)), float(qmin)), float(qmax));
+  return r;
+}
+
+}  // namespace detail
+
+#if defined(XQ_SEPARATE_COMPILATION)
+template tensor fake_quantize_learnable_per_tensor_affine<simd_policy<>>(const tensor&, float, float, std::int64_t,
+                                                                         std::int64_t, float);
+template learnable_gradients fake_quantize_learnable_per_tensor_affine_backward<simd_policy<>>(const tensor&,
+                                                                                               const tensor&, float,
+                                                                                               float, std::int64_t,
+                                                                                               std::int64_t, float);
+template tensor fake_quantize_learnable_per_channel_affine<simd_policy<>>(const tensor&, const vector&, const vector&,
+                                                                          long, std::int64_t, std::int64_t, float);
+template learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward<simd_policy<>>(
+    const tensor&, const tensor&, const vector&, const vector&, long, std::int64_t, std::int64_t, float);
+
+template tensor fake_quantize_learnable_per_tensor_affine<scalar_policy>(const tensor&, float, float, std::int64_t,
+                                                                         std::int64_t, float);
+template learnable_gradients fake_quantize_learnable_per_tensor_affine_backward<scalar_policy>(const tensor&,
+                                                                                               const tensor&, float,
+                                                                                               float, std::int64_t,
+                                                                                               std::int64_t, float);
+template tensor fake_quantize_learnable_per_channel_affine<scalar_policy>(const tensor&, const vector&, const vector&,
+                                                                          long, std::int64_t, std::int64_t, float);
+template learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward<scalar_policy>(
+    const tensor&, const tensor&, const vector&, const vector&, long, std::int64_t, std::int64_t, float);
+#endif
+
+}  // namespace xq::torch

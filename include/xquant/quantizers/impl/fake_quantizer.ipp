@@ -1,0 +1,168 @@
+#pragma once
+/// \file fake_quantizer.ipp
+/// fake_quantizer's code (quantizers/fake_quantizer.hpp): configuration, the range, and the
+/// call that runs the tracker and the numerics the config picked.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../fake_quantizer.hpp"
+#include "../tf_fake_quant_numerics.hpp"
+#include "../tf_qdq_numerics.hpp"
+#include "../tfmot_range_tracker.hpp"
+#include "../torch_fake_quant_numerics.hpp"
+#include "../torch_range_tracker.hpp"
+
+namespace xq {
+
+XQ_DECL const range_tracker& range_tracker_for(const quantizer_config& c) {
+  if (c.numerics == quant_numerics::torch_fake_quant) return torch_range_tracker::instance();
+  return tfmot_range_tracker::instance();
+}
+
+XQ_DECL const quantizer_numerics& numerics_for(const quantizer_config& c) {
+  switch (c.numerics) {
+    case quant_numerics::tf_fake_quant: return tf_fake_quant_numerics::instance();
+    case quant_numerics::torch_fake_quant: return torch_fake_quant_numerics::instance();
+    case quant_numerics::tf_qdq: break;
+  }
+  return tf_qdq_numerics::instance();
+}
+
+XQ_DECL fake_quantizer::fake_quantizer(quantizer_config config, bool enabled)
+    : quantizer_layer<fake_quantizer>("fake_quantizer") {
+  configure(config);
+  enable(enabled);
+}
+
+XQ_DECL std::string fake_quantizer::describe() const { return xq::describe(config_); }
+
+XQ_DECL void fake_quantizer::configure(const quantizer_config& c) {
+  validate(c, path());
+  config_ = c;
+  tracker_ = &range_tracker_for(c);
+  numerics_ = &numerics_for(c);
+  min_ = make_parameter(tracker_->min_name(), tensor::from_shape({0}), false);
+  max_ = make_parameter(tracker_->max_name(), tensor::from_shape({0}), false);
+  name_parameters();
+  reset();
+}
+
+XQ_DECL void fake_quantizer::set_range(vector lo, vector hi) {
+  check_range(lo, hi);
+  store(lo, hi);
+  built_ = true;
+}
+
+XQ_DECL void fake_quantizer::check_range(const vector& lo, const vector& hi) const {
+  const std::string& w = path();
+  if (lo.size() != hi.size())
+    throw argument_error(w, "min and max of the same length", detail::concat("lengths ", lo.size(), " and ", hi.size()));
+  if (!config_.per_channel && lo.size() != 1)
+    throw argument_error(w, "one min and one max (per-tensor range)", detail::concat(lo.size(), " values"));
+  for (std::size_t c = 0; c < lo.size(); ++c) {
+    const float a = lo(c), b = hi(c);
+    const bool unobserved = config_.numerics == quant_numerics::torch_fake_quant && !config_.per_channel &&
+                            a == infinity() && b == -infinity();
+    if (unobserved) continue;
+    const std::string at_channel = config_.per_channel ? detail::concat(" at channel ", c) : "";
+    if (!std::isfinite(a) || !std::isfinite(b) || a > b)
+      throw argument_error(w, "finite min <= max", detail::concat("min = ", a, ", max = ", b, at_channel));
+    if (config_.numerics == quant_numerics::tf_fake_quant && a == b && a != 0.0f)
+      throw argument_error(w, "min < max, or min = max = 0 (tf_fake_quant divides by max - min)",
+                           detail::concat("min = max = ", a, at_channel));
+  }
+}
+
+XQ_DECL void fake_quantizer::restore(vector lo, vector hi, std::size_t batches_seen) {
+  set_range(std::move(lo), std::move(hi));
+  batches_ = batches_seen;
+}
+
+XQ_DECL void fake_quantizer::reset() {
+  batches_ = 0;
+  if (config_.per_channel) {
+    store(vector::from_shape({0}), vector::from_shape({0}));
+  } else {
+    store(vector({tracker_->initial_min(config_)}), vector({tracker_->initial_max(config_)}));
+  }
+}
+
+XQ_DECL std::vector<parameter_ptr> fake_quantizer::parameters() const {
+  if (!enabled() || !built_) return {};
+  return {min_, max_};
+}
+
+XQ_DECL void fake_quantizer::detach_state() {
+  min_ = std::make_shared<parameter>(*min_);
+  max_ = std::make_shared<parameter>(*max_);
+}
+
+XQ_DECL void fake_quantizer::for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) {
+  f(min_);
+  f(max_);
+}
+
+XQ_DECL fake_quantizer::fake_quantizer(std::string default_name, std::string (*type_name)(),
+                                       const quantizer_config& config)
+    : quantizer_layer<fake_quantizer>(std::move(default_name)) {
+  set_kind(type_name);
+  configure(config);
+  built_ = true;  // a standalone quantizer's state is there from the start
+}
+
+XQ_DECL void fake_quantizer::observe(const tensor& x) {
+  built_ = true;
+  if (x.size() == 0) return;  // nothing to learn a range from (TF's min of nothing is +Inf)
+  const kernels::channel_layout l = layout_of(x);
+  vector lo = min(), hi = max();
+  tracker_->update(config_, x, l, lo, hi, path());
+  store(lo, hi);
+  ++batches_;
+}
+
+XQ_DECL var fake_quantizer::quantize(const var& x) {
+  built_ = true;
+  const tensor& xv = x.value();
+  const kernels::channel_layout l = layout_of(xv);
+  vector lo = min(), hi = max();
+  tracker_->current(config_, l.channels, lo, hi);
+  const bool record = needs_grad(x);
+  quantized_output out = numerics_->apply(config_, xv, l, lo, hi, record, path());
+  if (!record) return var(std::move(out.y));
+  return emit(x, std::move(out.y), std::move(out.input_gradient));
+}
+
+XQ_DECL vector fake_quantizer::to_vector(const tensor& t) {
+  vector v = vector::from_shape({t.size()});
+  std::copy(t.begin(), t.end(), v.begin());
+  return v;
+}
+
+XQ_DECL void fake_quantizer::store(const vector& lo, const vector& hi) {
+  min_->value = tensor::from_shape({lo.size()});
+  max_->value = tensor::from_shape({hi.size()});
+  std::copy(lo.begin(), lo.end(), min_->value.begin());
+  std::copy(hi.begin(), hi.end(), max_->value.begin());
+}
+
+XQ_DECL kernels::channel_layout fake_quantizer::layout_of(const tensor& x) const {
+  if (!config_.per_channel) return kernels::channel_layout{1, 1, x.size()};
+  const std::string& w = path();
+  const auto l = kernels::channel_layout::of(x.shape(), config_.channel_axis, w.c_str());
+  const std::size_t stored = min_->value.size();
+  if (stored != 0 && stored != l.channels)
+    throw argument_error(w,
+                         detail::concat(stored, " channels on axis ", config_.channel_axis,
+                                        " (as in the batches seen, or the range set)"),
+                         detail::concat(l.channels, " channels, input of shape ", detail::shape_string(x.shape())));
+  return l;
+}
+
+}  // namespace xq

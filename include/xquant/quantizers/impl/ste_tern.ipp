@@ -1,0 +1,55 @@
+#pragma once
+/// \file ste_tern.ipp
+/// ste_tern's code (quantizers/ste_tern.hpp).
+
+#include <cmath>
+#include <cstddef>
+#include <utility>
+
+#include "../../core/error.hpp"
+#include "../../core/fp_environment.hpp"
+#include "../../numerics/larq_math.hpp"
+#include "../ste_tern.hpp"
+
+namespace xq {
+
+XQ_DECL ste_tern::ste_tern(float threshold_value, bool ternary_weight_networks, float clip_value)
+    : quantizer_layer<ste_tern>("ste_tern"),
+      threshold_value_(threshold_value),
+      clip_value_(clip_value),
+      ternary_weight_networks_(ternary_weight_networks) {
+  if (!(threshold_value >= 0.0f) || !std::isfinite(threshold_value))
+    throw argument_error("xq::ste_tern", "a finite threshold_value >= 0", detail::concat(threshold_value));
+  larq::check_clip_value("xq::ste_tern", clip_value);
+}
+
+XQ_DECL float ste_tern::threshold(const tensor& x) const {
+  if (!ternary_weight_networks_) return threshold_value_;
+  const float* xs = x.data();
+  const std::size_t n = x.size();
+  // 16 double lanes (element i into lane i % 16), combined in lane order: a fixed
+  // order (the same bits on every build), and independent chains that vectorize.
+  double lane[16] = {};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (std::size_t l = 0; l < 16; ++l) lane[l] += std::fabs(xs[i + l]);
+  for (; i < n; ++i) lane[i % 16] += std::fabs(xs[i]);
+  double sum = 0.0;
+  for (double v : lane) sum += v;
+  // Larq: 0.7 * reduce_sum(|x|) / size, each step rounded to float32.
+  return (0.7f * static_cast<float>(sum)) / static_cast<float>(n);
+}
+
+XQ_DECL var ste_tern::quantize(const var& x) {
+  const flush_denormals_scope as_in_tensorflow;
+  const float delta = threshold(x.value());
+  tensor y = larq::map(x.value(), [delta](float v) {
+    return larq::tf_sign(larq::tf_sign(v + delta) + larq::tf_sign(v - delta));
+  });
+  return emit(x, std::move(y), [x, clip = clip_value_](const tensor& dy) {
+    const flush_denormals_scope as_in_tensorflow;
+    return larq::clipped_gradient(x.value(), dy, clip);
+  });
+}
+
+}  // namespace xq

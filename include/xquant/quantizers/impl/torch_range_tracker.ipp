@@ -1,0 +1,34 @@
+#pragma once
+/// \file torch_range_tracker.ipp
+/// torch_range_tracker's code (quantizers/torch_range_tracker.hpp).
+
+#include <string>
+#include <utility>
+
+#include "../../numerics/range_statistics.hpp"
+#include "../../numerics/torch_observers.hpp"
+#include "../torch_range_tracker.hpp"
+
+namespace xq {
+
+XQ_DECL const torch_range_tracker& torch_range_tracker::instance() {
+  static const torch_range_tracker t;
+  return t;
+}
+
+XQ_DECL void torch_range_tracker::update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l,
+                                         vector& min, vector& max, const std::string& where) const {
+  range_statistics s = measure_range(x, l);
+  if (!s.finite) {
+    const std::size_t at = first_non_finite(x);
+    throw argument_error(where, "finite values in the training batch (the range is left as it was)",
+                         detail::concat(x.data()[at], " at flat index ", at));
+  }
+  const torch::observer_update u = c.tracking == range_tracking::moving_average ? torch::observer_update::moving_average
+                                   : c.tracking == range_tracking::all_values   ? torch::observer_update::min_max
+                                                                                : torch::observer_update::last_value;
+  torch::update_observed_range(u, float(c.averaging_constant), c.per_channel, min, max, std::move(s.min),
+                               std::move(s.max), where, c.channel_axis);
+}
+
+}  // namespace xq
