@@ -17,6 +17,7 @@
 /// ("conv/input_quantizer", or "conv/input_quantizer_0", "..._1" per call site).
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,25 +46,33 @@ class site_quantizers {
   fake_quantizer& site(std::size_t i = 0) { return sites_.at(i); }
   const fake_quantizer& site(std::size_t i = 0) const { return sites_.at(i); }
 
-  /// Calls `f(quantizer, name)` for each site: `name`, or `name_0`, `name_1`, ... .
+  /// Calls `f(quantizer, name)` for each site: `name`, or `name_0`, `name_1`, ... . The loop
+  /// is compiled once (visit_sites); each walker only adds the call of `f`: every model walk
+  /// reaches every wrapper's quantizers through here, and a template loop instantiated per
+  /// walker and wrapper type was a quarter of a QAT program's object code.
   template <class F>
   void visit(const std::string& name, F&& f) {
-    if (sites_.size() == 1) {
-      f(sites_[0], name);
-      return;
-    }
-    for (std::size_t i = 0; i < sites_.size(); ++i) f(sites_[i], name + "_" + std::to_string(i));
+    visit_sites(name, &call_visitor<std::remove_reference_t<F>, fake_quantizer>, erase(f));
   }
   template <class F>
   void visit(const std::string& name, F&& f) const {
-    if (sites_.size() == 1) {
-      f(sites_[0], name);
-      return;
-    }
-    for (std::size_t i = 0; i < sites_.size(); ++i) f(sites_[i], name + "_" + std::to_string(i));
+    visit_sites(name, &call_visitor<std::remove_reference_t<F>, const fake_quantizer>, erase(f));
   }
 
  private:
+  template <class F, class Q>
+  static void call_visitor(void* f, Q& q, const std::string& name) {
+    (*static_cast<F*>(f))(q, name);
+  }
+  template <class F>
+  static void* erase(F& f) noexcept {
+    return const_cast<void*>(static_cast<const void*>(std::addressof(f)));
+  }
+  XQ_DECL void visit_sites(const std::string& name, void (*call)(void*, fake_quantizer&, const std::string&),
+                           void* f);
+  XQ_DECL void visit_sites(const std::string& name,
+                           void (*call)(void*, const fake_quantizer&, const std::string&), void* f) const;
+
   std::vector<fake_quantizer> sites_;
   std::size_t next_ = 0;
 };

@@ -30,4 +30,23 @@ XQ_DECL void site_quantizers::configure(const quantizer_config& c, bool enabled)
   }
 }
 
+XQ_DECL void site_quantizers::visit_sites(const std::string& name,
+                                          void (*call)(void*, fake_quantizer&, const std::string&), void* f) {
+  if (sites_.size() == 1) {
+    call(f, sites_[0], name);
+    return;
+  }
+  for (std::size_t i = 0; i < sites_.size(); ++i) call(f, sites_[i], name + "_" + std::to_string(i));
+}
+
+XQ_DECL void site_quantizers::visit_sites(const std::string& name,
+                                          void (*call)(void*, const fake_quantizer&, const std::string&),
+                                          void* f) const {
+  if (sites_.size() == 1) {
+    call(f, sites_[0], name);
+    return;
+  }
+  for (std::size_t i = 0; i < sites_.size(); ++i) call(f, sites_[i], name + "_" + std::to_string(i));
+}
+
 }  // namespace xq
