@@ -23,7 +23,7 @@ class approx_sign : public quantizer_layer<approx_sign> {
   /// 1: binary.
   int precision() const noexcept override { return 1; }
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
   /// The input gradient for upstream gradient `dy` at `x` (Larq's `approx_sign` grad).
   static tensor gradient(const tensor& x, const tensor& dy);

@@ -47,7 +47,7 @@ class dorefa : public quantizer_layer<dorefa> {
   int k_bit() const noexcept { return k_bit_; }
   dorefa_mode mode() const noexcept { return mode_; }
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   static dorefa_mode parse_mode(std::string_view mode);

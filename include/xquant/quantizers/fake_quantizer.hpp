@@ -68,7 +68,7 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// num_bits.
   int precision() const override { return config_.num_bits; }
   /// "8-bit symmetric narrow per-channel(axis -1) tf_qdq last_value".
-  std::string describe() const override;
+  XQ_DECL std::string describe() const override;
 
   const quantizer_config& config() const noexcept { return config_; }
   /// Validates `c` (num_bits for the numerics, the per-channel axis, decay constants,
@@ -109,7 +109,7 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
 
   /// The range's two parameters once the quantizer is part of the model: on, and called
   /// (or given a range) at least once — as a layer's weights appear on its first call.
-  std::vector<parameter_ptr> parameters() const override;
+  XQ_DECL std::vector<parameter_ptr> parameters() const override;
 
   /// Whether the state is part of the model yet (see `parameters()`).
   bool built() const noexcept { return built_; }
@@ -120,15 +120,15 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// a copied quantizer shares its state, as a copied layer shares its weights.
   void detach_state();
 
-  void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override;
+  XQ_DECL void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override;
 
  protected:
   /// For presets (moving_average_quantizer.hpp): another default name and kind.
   fake_quantizer(std::string default_name, std::string (*type_name)(), const quantizer_config& config);
 
-  void observe(const tensor& x) override;
+  XQ_DECL void observe(const tensor& x) override;
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   static float infinity() noexcept { return std::numeric_limits<float>::infinity(); }

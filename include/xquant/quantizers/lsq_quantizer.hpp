@@ -75,16 +75,16 @@ class lsq_quantizer : public quantizer_layer<lsq_quantizer> {
   lsq_quantizer& set_scale(float scale, float zero_point = 0.0f);
 
   /// The learned scale and, for affine, the zero point.
-  std::vector<parameter_ptr> parameters() const override;
+  XQ_DECL std::vector<parameter_ptr> parameters() const override;
   /// Each parameter slot, the absent zero point included (core/clone.hpp's protocol).
-  void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override;
+  XQ_DECL void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) override;
 
  protected:
 
   /// LSQ's initialisation: the first training batch sets the scale (observer on).
-  void observe(const tensor& x) override;
+  XQ_DECL void observe(const tensor& x) override;
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   // LSQ's initialisation from the first training batch (a batch of zeros leaves the

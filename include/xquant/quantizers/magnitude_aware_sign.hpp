@@ -38,7 +38,7 @@ class magnitude_aware_sign : public quantizer_layer<magnitude_aware_sign> {
   /// shape.back()); for rank <= 1, |x| itself.
   static std::vector<float> scales(const tensor& x);
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   float clip_value_;

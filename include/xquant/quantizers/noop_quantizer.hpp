@@ -25,7 +25,7 @@ class noop_quantizer : public quantizer_layer<noop_quantizer> {
   /// What the constructor was given.
   int precision() const noexcept override { return precision_; }
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   int precision_;

@@ -75,14 +75,14 @@ class quantizer_base {
   virtual int precision() const = 0;
   /// One line for summaries, checkpoints and errors: "ste_sign(clip_value 1)". The kind
   /// unless a quantizer says more.
-  virtual std::string describe() const;
+  XQ_DECL virtual std::string describe() const;
 
   /// The quantizer's state and learned parameters (a fake quantizer that is off, or not
   /// called yet, has none: its state is not part of the model then).
-  virtual std::vector<parameter_ptr> parameters() const;
+  XQ_DECL virtual std::vector<parameter_ptr> parameters() const;
   /// Calls `f(parameter_ptr&)` on every parameter slot, null ones and those of an off
   /// quantizer included (core/clone.hpp's protocol: a clone rebinds them all).
-  virtual void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f);
+  XQ_DECL virtual void for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f);
 
   // ---- switches -------------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class quantizer_base {
 
   /// Updates the state from a training batch (only when the observer is on). Must leave
   /// the state as it was when it throws.
-  virtual void observe(const tensor& x);
+  XQ_DECL virtual void observe(const tensor& x);
   /// The forward with the current state, on the tape (build the output with `emit`).
   virtual var quantize(const var& x) = 0;
 

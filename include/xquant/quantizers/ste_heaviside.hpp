@@ -23,7 +23,7 @@ class ste_heaviside : public quantizer_layer<ste_heaviside> {
   int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   float clip_value_;

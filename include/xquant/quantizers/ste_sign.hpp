@@ -25,7 +25,7 @@ class ste_sign : public quantizer_layer<ste_sign> {
   int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   float clip_value_;

@@ -41,7 +41,7 @@ class ste_tern : public quantizer_layer<ste_tern> {
   /// The threshold Δ used for `x`: threshold_value, or TWN's 0.7 · mean(|x|).
   float threshold(const tensor& x) const;
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
  private:
   float threshold_value_, clip_value_;

@@ -27,7 +27,7 @@ class swish_sign : public quantizer_layer<swish_sign> {
   int precision() const noexcept override { return 1; }
   float beta() const noexcept { return beta_; }
 
-  var quantize(const var& x) override;
+  XQ_DECL var quantize(const var& x) override;
 
   /// The input gradient for upstream gradient `dy` at `x` (Larq's `swish_sign` grad).
   static tensor gradient(const tensor& x, const tensor& dy, float beta);

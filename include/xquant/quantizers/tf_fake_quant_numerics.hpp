@@ -14,7 +14,7 @@ class tf_fake_quant_numerics final : public quantizer_numerics {
  public:
   static const tf_fake_quant_numerics& instance();
 
-  quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout&, const vector& min,
+  XQ_DECL quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout&, const vector& min,
                          const vector& max, bool with_gradient, const std::string& where) const override;
 };
 

@@ -34,9 +34,9 @@ class tfmot_range_tracker final : public range_tracker {
     return c.tracking == range_tracking::all_values ? 0.0f : c.init_max;
   }
 
-  void current(const quantizer_config& c, std::size_t channels, vector& min, vector& max) const override;
+  XQ_DECL void current(const quantizer_config& c, std::size_t channels, vector& min, vector& max) const override;
 
-  void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
+  XQ_DECL void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
               const std::string& where) const override;
 
  private:

@@ -24,7 +24,7 @@ class torch_fake_quant_numerics final : public quantizer_numerics {
   /// The observer options of the grid `c` describes (see the file comment).
   static torch::observer_options observer_options_for(const quantizer_config& c);
 
-  quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, const vector& min,
+  XQ_DECL quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, const vector& min,
                          const vector& max, bool with_gradient, const std::string& where) const override;
 };
 

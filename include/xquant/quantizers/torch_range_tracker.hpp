@@ -30,7 +30,7 @@ class torch_range_tracker final : public range_tracker {
   float initial_max(const quantizer_config&) const noexcept override { return -std::numeric_limits<float>::infinity(); }
   void current(const quantizer_config&, std::size_t, vector&, vector&) const override {}
 
-  void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
+  XQ_DECL void update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, vector& min, vector& max,
               const std::string& where) const override;
 };
 
