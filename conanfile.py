@@ -38,7 +38,7 @@ class XquantConan(ConanFile):
         "xtensor/*:xsimd": False,
     }
     no_copy_source = True
-    exports_sources = ("include/*", "CMakeLists.txt", "cmake/*", "LICENSE*")
+    exports_sources = ("include/*", "src/*", "CMakeLists.txt", "cmake/*", "LICENSE*")
 
     def set_version(self):
         # One source of truth: project(xquant VERSION x.y.z) in CMakeLists.txt.
