@@ -15,7 +15,11 @@
 /// How a header is split: what templates and one-line accessors need stays in the header;
 /// the bodies of other functions are in `<room>/impl/<header>.ipp`, declared `XQ_DECL` (inline
 /// in header-only mode, an ordinary declaration in separate mode), and the header includes
-/// its .ipp at its end unless XQ_SEPARATE_COMPILATION is defined.
+/// its .ipp at its end unless XQ_SEPARATE_COMPILATION is defined. A virtual function defined
+/// in an .ipp is declared XQ_DECL in its class too: otherwise it is the class's key function
+/// (the Itanium ABI's first virtual function not inline in the class), and in header-only mode
+/// every translation unit that includes the header would emit the vtable and every virtual
+/// body, used or not.
 #if defined(XQ_SEPARATE_COMPILATION)
 #define XQ_DECL
 #else
