@@ -21,7 +21,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include <xquant/core/memory.hpp>
@@ -260,36 +259,13 @@ struct tiny_block {
 };
 using tiny_model = xq::sequential<tiny_block<>, xq::global_average_pool2d, xq::dense>;
 
-/// One step (forward, loss, backward, Adam) of the tiny model on a fixed batch.
-struct tiny_step {
-  tiny_model model{tiny_block<>(), xq::global_average_pool2d(), xq::dense(3)};
-  std::unique_ptr<xq::adam> opt;
-  xq::var x;
-  xq::tensor y;
-  tiny_step() {
-    xq::set_seed(1);
-    xq::build(model, {1, 12, 12, 1});
-    opt = std::make_unique<xq::adam>(xq::trainable_parameters(model));
-    x = xq::var(bench::uniform_tensor({32, 12, 12, 1}, 0.0f, 1.0f, 2));
-    y = bench::random_labels(32, 3);
-    for (auto& v : y) v = float(int(v) % 3);
-    xq::keep_freed_memory();
-  }
-  void operator()() {
-    const xq::training_mode train(true);
-    xq::tape tape;
-    auto loss = xq::sparse_softmax_cross_entropy(model(x), y);
-    tape.backward(loss);
-    opt->step();
-    opt->zero_grad();
-    benchmark::DoNotOptimize(loss.value().data());
-  }
-};
-
 /// model 0: the tiny model, batch 32; model 1: the Fashion-MNIST CNN, batch 64.
 void BM_train_step(benchmark::State& state) {
   if (state.range(0) == 0) {
-    tiny_step step;
+    xq::set_seed(1);
+    tiny_model model{tiny_block<>(), xq::global_average_pool2d(), xq::dense(3)};
+    xq::build(model, {1, 12, 12, 1});
+    bench::train_step<tiny_model> step(model, 32, 2, {12, 12, 1}, 3);
     one_against_two(state, [&](int) { step(); });
   } else {
     auto model = fashion::make_cnn(1);

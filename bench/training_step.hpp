@@ -2,6 +2,7 @@
 // What the training-step benchmarks share (cnn_bench.cpp, binary_bench.cpp): seeded
 // random data and one training step set up once, as fit runs it.
 
+#include <array>
 #include <cstddef>
 #include <random>
 
@@ -33,18 +34,22 @@ inline xq::tensor random_labels(std::size_t n, unsigned seed) {
   return t;
 }
 
-/// One training step of a Fashion-MNIST-shaped model (forward, sparse softmax
-/// cross-entropy, backward, Adam) on a fixed random batch, with `keep_freed_memory` as
-/// fit sets it.
+/// One training step of a model (forward, sparse softmax cross-entropy, backward, Adam) on
+/// a fixed random batch of `image`-shaped inputs (Fashion-MNIST's 28x28x1 by default) and
+/// labels in [0, classes), with `keep_freed_memory` as fit sets it.
 template <class Model>
 struct train_step {
   Model& model;
   xq::adam opt;
   xq::var x;
   xq::tensor y;
-  train_step(Model& m, std::size_t batch, unsigned seed = 2)
-      : model(m), opt(xq::trainable_parameters(m)), x(uniform_tensor({batch, 28, 28, 1}, 0.0f, 1.0f, seed)),
+  train_step(Model& m, std::size_t batch, unsigned seed = 2, std::array<std::size_t, 3> image = {28, 28, 1},
+             std::size_t classes = 10)
+      : model(m),
+        opt(xq::trainable_parameters(m)),
+        x(uniform_tensor({batch, image[0], image[1], image[2]}, 0.0f, 1.0f, seed)),
         y(random_labels(batch, seed + 1)) {
+    for (auto& v : y) v = float(int(v) % int(classes));
     xq::keep_freed_memory();
   }
   void operator()() {
