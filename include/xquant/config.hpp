@@ -26,6 +26,24 @@
 #define XQ_DECL inline
 #endif
 
+/// A layer's copy, move and destruction, declared in its class by XQ_SPECIAL_MEMBERS(T) and
+/// defined (defaulted) in its .ipp by XQ_DEFINE_SPECIAL_MEMBERS(T). A layer holds strings,
+/// shared parameters and tensors; implicit members would inline every member's copy and
+/// release into each composite a program builds from it (its constructors, its quantized
+/// twin, its destructor): in separate mode they are then one call each.
+#define XQ_SPECIAL_MEMBERS(T)              \
+  XQ_DECL T(const T&);                     \
+  XQ_DECL T(T&&) noexcept;                 \
+  XQ_DECL T& operator=(const T&);          \
+  XQ_DECL T& operator=(T&&) noexcept;      \
+  XQ_DECL ~T();
+#define XQ_DEFINE_SPECIAL_MEMBERS(T)                       \
+  XQ_DECL T::T(const T&) = default;                        \
+  XQ_DECL T::T(T&&) noexcept = default;                    \
+  XQ_DECL T& T::operator=(const T&) = default;             \
+  XQ_DECL T& T::operator=(T&&) noexcept = default;         \
+  XQ_DECL T::~T() = default;
+
 // Device code: every elementwise kernel in quant/ is written once and compiled
 // for the host (float and xsimd batches) and, under nvcc, for the device.
 #if defined(__CUDACC__)

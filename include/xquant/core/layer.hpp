@@ -49,6 +49,10 @@ var run_leaf_call(const void* object, const std::string& path, std::string (*typ
   return y;
 }
 
+/// Valid when `layer.call(x)` takes one var.
+template <class L>
+using unary_call_op = decltype(std::declval<L>().call(std::declval<const var&>()));
+
 }  // namespace detail
 
 /// CRTP base of leaf layers: `Self` gets `name()`, `name("new")` (chainable), `path()`,
@@ -88,6 +92,20 @@ class layer {
     const Self& self = static_cast<const Self&>(*this);
     return detail::run_leaf_call(&self, path_, &Self::layer_type, layer_role_v<Self>,
                                  [&] { return self.call(args...); }, args...);
+  }
+  /// One var, for a layer whose `call` takes one: the common call, through the compiled
+  /// bookkeeping (a template only so that a merge layer, called with `{a}`, gets the list).
+  template <class S = Self, class = detail::unary_call_op<S&>>
+  var operator()(const var& x) {
+    return detail::run_unary_leaf_call(
+        static_cast<Self*>(this), path_, &Self::layer_type, layer_role_v<Self>,
+        [](const void* s, const var& in) { return const_cast<Self*>(static_cast<const Self*>(s))->call(in); }, x);
+  }
+  template <class S = Self, class = detail::unary_call_op<const S&>>
+  var operator()(const var& x) const {
+    return detail::run_unary_leaf_call(
+        static_cast<const Self*>(this), path_, &Self::layer_type, layer_role_v<Self>,
+        [](const void* s, const var& in) { return static_cast<const Self*>(s)->call(in); }, x);
   }
   /// A merge layer's inputs as a braced list: `merge({a, b, c})`.
   var operator()(const std::vector<var>& inputs) { return operator()<std::vector<var>>(inputs); }

@@ -97,6 +97,12 @@ class leaf_call_scope {
 XQ_DECL void trace_layer_call(const std::string& path, std::string type, layer_role role,
                               const std::vector<var>& inputs, const var& output);
 
+/// A leaf call of one var, its bookkeeping compiled once (core/layer.hpp's run_leaf_call
+/// for any arguments): `call(self, x)` computes the output. Most layer calls take this
+/// path, so a program's layer types each add one small thunk, not a copy of the bookkeeping.
+XQ_DECL var run_unary_leaf_call(const void* object, const std::string& path, std::string (*type)(), layer_role role,
+                                var (*call)(const void* self, const var& x), const var& x);
+
 /// Whether a function with a layer form should report its call: a trace is active and
 /// the call comes from forward code, not from inside a layer.
 inline bool function_call_traced() noexcept {

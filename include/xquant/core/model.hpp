@@ -7,12 +7,12 @@
 #include <memory>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "children.hpp"
 #include "layer_call.hpp"
+#include "layer_ref.hpp"
 #include "layer_traits.hpp"
 #include "mode.hpp"
 #include "parameter.hpp"
@@ -22,9 +22,26 @@
 namespace xq {
 
 namespace detail {
+
 inline std::string join_path(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "/" + name;
 }
+
+// The walks below, compiled once over layer_ref (core/layer_ref.hpp says why).
+
+/// set_paths (below) of the layer `model`.
+XQ_DECL void set_paths(layer_ref model, const std::string& prefix);
+
+/// parameters (below) of the layer `model`.
+XQ_DECL std::vector<parameter_ptr> parameters(layer_ref model);
+
+/// Adds to `r` the layers `l` (at `path`) reaches through its children, and the float
+/// layers its wrappers hold: what `checked_calls` lets a pass call.
+XQ_DECL void add_reachable(layer_ref l, const std::string& path, reachable_layers& r);
+
+/// The paths of the layers of `model` that have one, quantizers aside, parents first.
+XQ_DECL std::vector<std::string> layer_paths(layer_ref model);
+
 }  // namespace detail
 
 /// Calls `f(layer)` for every layer of `model`, parents before their children
@@ -42,35 +59,14 @@ void for_each_layer(Layer& model, F&& f) {
 /// `fit` and `evaluate` call it; call it yourself before looking at names.
 template <class Layer>
 void set_paths(Layer& model, const std::string& prefix = "") {
-  if constexpr (has_set_path_v<Layer>) {
-    if (!prefix.empty() || !has_children_v<Layer> || has_parameters_v<Layer>)
-      model.set_path(prefix.empty() ? std::string(model.name()) : prefix);
-  }
-  if constexpr (has_children_v<Layer>) {
-    const std::string base = [&] {
-      if constexpr (has_path_v<Layer>)
-        if (prefix.empty() && has_parameters_v<Layer>) return std::string(model.path());
-      return prefix;
-    }();
-    for_each_child(model, [&](auto& child, const std::string& name) {
-      set_paths(child, detail::join_path(base, name));
-    });
-  }
+  detail::set_paths(as_layer_ref(model), prefix);
 }
 
 /// Every distinct parameter of `model`, in first-use order. A weight shared by
 /// two layers appears once (so an optimizer steps it once).
 template <class Layer>
 std::vector<parameter_ptr> parameters(Layer& model) {
-  std::vector<parameter_ptr> out;
-  std::unordered_set<const parameter*> seen;
-  for_each_layer(model, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (has_parameters_v<L>)
-      for (const auto& p : l.parameters())
-        if (p && seen.insert(p.get()).second) out.push_back(p);
-  });
-  return out;
+  return detail::parameters(as_layer_ref(model));
 }
 
 /// The trainable ones among `parameters(model)`.
@@ -92,24 +88,10 @@ std::size_t count_parameters(Layer& model) {
 
 namespace detail {
 
-/// The layers `model` reaches through its children (and the float layers its wrappers
-/// hold), for `checked_calls`.
-template <class Layer>
-void add_reachable(Layer& l, const std::string& path, reachable_layers& r) {
-  if constexpr (is_quantizer_v<Layer>) r.add(static_cast<const quantizer_base*>(&l));
-  if constexpr (has_float_layer_v<Layer>) r.add(&l.float_layer());
-  if constexpr (has_children_v<Layer>) {
-    r.add_composite(&l, sizeof(Layer), path, type_short_name<Layer>());
-    for_each_child(l, [&](auto& child, const std::string& name) { add_reachable(child, join_path(path, name), r); });
-  } else {
-    r.add(&l);
-  }
-}
-
 template <class Model>
 reachable_layers reachable_from(Model& model) {
   reachable_layers r;
-  add_reachable(model, "", r);
+  add_reachable(as_layer_ref(model), "", r);
   return r;
 }
 
@@ -133,9 +115,13 @@ void build(Layer& model, const tensor::shape_type& input_shape) {
   {
     no_grad off;
     training_mode inference(false);
-    checked_calls(model, [&] { return model(var(xt::zeros<float>(input_shape))); });
+    checked_calls(model, [&] { return model(var(detail::zeros_tensor(input_shape))); });
   }
   set_paths(model);
 }
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/model.ipp"
+#endif

@@ -9,6 +9,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "../config.hpp"
 #include "error.hpp"
 
 namespace xq {
@@ -39,5 +40,13 @@ void require_same_shape(const char* where, const A& expected, const B& given, co
                          shape_string(given.shape()));
 }
 
+/// A tensor of zeros of `shape`: compiled once (xt::zeros' broadcast expression costs every
+/// translation unit that spells it; `build` and `quantize_model` need one per model).
+XQ_DECL tensor zeros_tensor(const tensor::shape_type& shape);
+
 }  // namespace detail
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/tensor.ipp"
+#endif

@@ -133,6 +133,7 @@ XQ_DECL var softmax(const var& x, const std::string& path = "softmax");
 /// ReLU layer: max(x, 0).
 class relu : public layer<relu> {
  public:
+  XQ_SPECIAL_MEMBERS(relu)
   static constexpr layer_role role = layer_role::activation;
   relu() : layer<relu>("relu") {}
   XQ_DECL var call(const var& x) const;
@@ -142,6 +143,7 @@ class relu : public layer<relu> {
 /// ReLU6 layer: min(max(x, 0), 6) (Keras ReLU(max_value=6), MobileNet's activation).
 class relu6 : public layer<relu6> {
  public:
+  XQ_SPECIAL_MEMBERS(relu6)
   static constexpr layer_role role = layer_role::activation;
   relu6() : layer<relu6>("relu6") {}
   XQ_DECL var call(const var& x) const;
@@ -151,6 +153,7 @@ class relu6 : public layer<relu6> {
 /// LeakyReLU layer; `alpha` defaults to Keras's layer default 0.3 (tf.nn: 0.2, PyTorch: 0.01).
 class leaky_relu : public layer<leaky_relu> {
  public:
+  XQ_SPECIAL_MEMBERS(leaky_relu)
   static constexpr layer_role role = layer_role::activation;
   explicit leaky_relu(float alpha = 0.3f) : layer<leaky_relu>("leaky_relu"), alpha_(alpha) {}
   XQ_DECL var call(const var& x) const;
@@ -164,6 +167,7 @@ class leaky_relu : public layer<leaky_relu> {
 /// Sigmoid layer.
 class sigmoid : public layer<sigmoid> {
  public:
+  XQ_SPECIAL_MEMBERS(sigmoid)
   static constexpr layer_role role = layer_role::activation;
   sigmoid() : layer<sigmoid>("sigmoid") {}
   XQ_DECL var call(const var& x) const;
@@ -173,6 +177,7 @@ class sigmoid : public layer<sigmoid> {
 /// Tanh layer. (Inside namespace xq, `tanh` is this type: call std::tanh qualified.)
 class tanh : public layer<tanh> {
  public:
+  XQ_SPECIAL_MEMBERS(tanh)
   static constexpr layer_role role = layer_role::activation;
   tanh() : layer<tanh>("tanh") {}
   XQ_DECL var call(const var& x) const;
@@ -182,6 +187,7 @@ class tanh : public layer<tanh> {
 /// Swish layer: x * sigmoid(x).
 class swish : public layer<swish> {
  public:
+  XQ_SPECIAL_MEMBERS(swish)
   static constexpr layer_role role = layer_role::activation;
   swish() : layer<swish>("swish") {}
   XQ_DECL var call(const var& x) const;
@@ -191,6 +197,7 @@ class swish : public layer<swish> {
 /// Softmax layer over the last axis.
 class softmax : public layer<softmax> {
  public:
+  XQ_SPECIAL_MEMBERS(softmax)
   static constexpr layer_role role = layer_role::activation;
   softmax() : layer<softmax>("softmax") {}
   XQ_DECL var call(const var& x) const;

@@ -44,6 +44,7 @@ XQ_DECL var add(const var& a, const var& b, const std::string& path = "add");
 /// Merge layer: elementwise sum of its inputs (Keras Add).
 class add : public layer<add> {
  public:
+  XQ_SPECIAL_MEMBERS(add)
   static constexpr layer_role role = layer_role::merge;
   add() : layer<add>("add") {}
   XQ_DECL var call(const var& a, const var& b) const;

@@ -35,6 +35,7 @@ XQ_DECL var average_pool2d(const var& x, size2 pool_size, size2 strides, xq::pad
 /// Average pooling layer (Keras AveragePooling2D). No parameters.
 class average_pool2d : public layer<average_pool2d> {
  public:
+  XQ_SPECIAL_MEMBERS(average_pool2d)
   static constexpr layer_role role = layer_role::pool;
   /// A `pool_size` window (`2` or `{2, 3}`) every `strides` pixels (default: `pool_size`).
   explicit average_pool2d(size2 pool_size = 2) : average_pool2d(pool_size, pool_size) {}

@@ -106,6 +106,7 @@ XQ_DECL var batch_norm(const var& x, const var& gamma, const var& beta, tensor& 
 /// Keras's ("batch_normalization/moving_mean").
 class batch_norm : public layer<batch_norm> {
  public:
+  XQ_SPECIAL_MEMBERS(batch_norm)
   static constexpr layer_role role = layer_role::norm;
   /// `center`: learn beta; `scale`: learn gamma (Keras's flags, both on by default).
   explicit batch_norm(bool center = true, bool scale = true)

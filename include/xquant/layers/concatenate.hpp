@@ -49,6 +49,7 @@ XQ_DECL var concatenate(const std::vector<var>& inputs, int axis = -1,
 /// Merge layer: concatenation along `axis` (default -1, the channels).
 class concatenate : public layer<concatenate> {
  public:
+  XQ_SPECIAL_MEMBERS(concatenate)
   static constexpr layer_role role = layer_role::merge;
   explicit concatenate(int axis = -1) : layer<concatenate>("concatenate"), axis_(axis) {}
   XQ_DECL var call(const var& a, const var& b) const;

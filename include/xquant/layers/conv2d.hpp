@@ -65,6 +65,7 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
 /// Keras's fans (fan_in = KH*KW*C, fan_out = KH*KW*F); the bias (F,), "bias", starts at 0.
 class conv2d : public layer<conv2d> {
  public:
+  XQ_SPECIAL_MEMBERS(conv2d)
   static constexpr layer_role role = layer_role::conv;
   /// `filters` output channels, a `kernel_size` window (`3` or `{3, 5}`).
   explicit conv2d(std::size_t filters = 1, size2 kernel_size = 1)

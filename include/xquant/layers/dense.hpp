@@ -24,6 +24,7 @@ XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::str
 /// Fully connected layer (Keras Dense, no activation).
 class dense : public layer<dense> {
  public:
+  XQ_SPECIAL_MEMBERS(dense)
   static constexpr layer_role role = layer_role::linear;
   explicit dense(std::size_t units = 1, bool use_bias = true)
       : layer<dense>("dense"), units_(units), use_bias_(use_bias) {}

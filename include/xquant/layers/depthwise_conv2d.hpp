@@ -68,6 +68,7 @@ XQ_DECL var depthwise_conv2d(const var& x, const var& w, const var* b, const con
 /// fan_out = KH*KW*M); the bias (C*M,), "bias", starts at 0.
 class depthwise_conv2d : public layer<depthwise_conv2d> {
  public:
+  XQ_SPECIAL_MEMBERS(depthwise_conv2d)
   static constexpr layer_role role = layer_role::conv;
   /// A `kernel_size` window (`3` or `{3, 5}`), `depth_multiplier` filters per input channel.
   explicit depthwise_conv2d(size2 kernel_size = 1, std::size_t depth_multiplier = 1)

@@ -40,6 +40,7 @@ XQ_DECL var dropout(const var& x, float rate, std::mt19937& rng, const std::stri
 /// Dropout layer: active only in training mode (`xq::is_training()`).
 class dropout : public layer<dropout> {
  public:
+  XQ_SPECIAL_MEMBERS(dropout)
   /// `rate` in [0, 1). The seed is drawn from `xq::random_engine()`, so
   /// `xq::set_seed` makes the masks reproducible too.
   explicit dropout(float rate = 0.5f) : dropout(rate, random_engine()()) {}

@@ -37,6 +37,7 @@ XQ_DECL var embedding_lookup(const var& ids, const var& table, const std::string
 /// Embedding layer: ids (any shape) -> vectors of `output_dim`.
 class embedding : public layer<embedding> {
  public:
+  XQ_SPECIAL_MEMBERS(embedding)
   static constexpr layer_role role = layer_role::linear;
   embedding(std::size_t input_dim = 1, std::size_t output_dim = 1)
       : layer<embedding>("embedding"), input_dim_(input_dim), output_dim_(output_dim) {}

@@ -26,6 +26,7 @@ XQ_DECL var flatten(const var& x, const std::string& path = "flatten");
 /// Flatten layer: everything but the batch axis into one axis.
 class flatten : public layer<flatten> {
  public:
+  XQ_SPECIAL_MEMBERS(flatten)
   flatten() : layer<flatten>("flatten") {}
   XQ_DECL var call(const var& x) const;
   std::vector<parameter_ptr> parameters() const { return {}; }

@@ -26,6 +26,7 @@ XQ_DECL var global_average_pool2d(const var& x, bool keepdims = false,
 /// Global average pooling layer (Keras GlobalAveragePooling2D). No parameters.
 class global_average_pool2d : public layer<global_average_pool2d> {
  public:
+  XQ_SPECIAL_MEMBERS(global_average_pool2d)
   static constexpr layer_role role = layer_role::pool;
   /// `keepdims`: output (N, 1, 1, C) instead of (N, C).
   explicit global_average_pool2d(bool keepdims = false)

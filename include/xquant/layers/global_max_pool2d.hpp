@@ -29,6 +29,7 @@ XQ_DECL var global_max_pool2d(const var& x, bool keepdims = false, const std::st
 /// Global max pooling layer (Keras GlobalMaxPooling2D). No parameters.
 class global_max_pool2d : public layer<global_max_pool2d> {
  public:
+  XQ_SPECIAL_MEMBERS(global_max_pool2d)
   static constexpr layer_role role = layer_role::pool;
   /// `keepdims`: output (N, 1, 1, C) instead of (N, C).
   explicit global_max_pool2d(bool keepdims = false)

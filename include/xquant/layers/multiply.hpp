@@ -30,6 +30,7 @@ XQ_DECL var multiply(const var& a, const var& b, const std::string& path = "mult
 /// Merge layer: elementwise product of its inputs (Keras Multiply).
 class multiply : public layer<multiply> {
  public:
+  XQ_SPECIAL_MEMBERS(multiply)
   static constexpr layer_role role = layer_role::merge;
   multiply() : layer<multiply>("multiply") {}
   XQ_DECL var call(const var& a, const var& b) const;

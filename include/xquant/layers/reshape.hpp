@@ -53,6 +53,7 @@ XQ_DECL var reshape(const var& x, const std::vector<std::ptrdiff_t>& shape,
 /// Reshape layer: each sample to `target_shape` (batch axis excluded; one -1 allowed).
 class reshape : public layer<reshape> {
  public:
+  XQ_SPECIAL_MEMBERS(reshape)
   /// Throws `xq::argument_error` for a target with a size below -1 or two -1s.
   explicit reshape(std::vector<std::ptrdiff_t> target_shape = {-1})
       : layer<reshape>("reshape"), target_(std::move(target_shape)) {

@@ -27,6 +27,7 @@ namespace xq {
 
 class tied_dense : public layer<tied_dense> {
  public:
+  XQ_SPECIAL_MEMBERS(tied_dense)
   static constexpr layer_role role = layer_role::linear;
   /// Its matrix belongs to another layer, whose summary row counts it.
   static constexpr bool counts_macs = false;

@@ -38,6 +38,7 @@ XQ_DECL var matmul_transposed(const var& x, const var& w, const var* b, const st
 /// Projects onto an embedding's rows with the embedding's own table.
 class tied_projection : public layer<tied_projection> {
  public:
+  XQ_SPECIAL_MEMBERS(tied_projection)
   static constexpr layer_role role = layer_role::linear;
   /// Its matrix belongs to another layer, whose summary row counts it.
   static constexpr bool counts_macs = false;

@@ -60,6 +60,7 @@ XQ_DECL const quantizer_numerics& numerics_for(const quantizer_config& c);
 
 class fake_quantizer : public quantizer_layer<fake_quantizer> {
  public:
+  XQ_SPECIAL_MEMBERS(fake_quantizer)
   /// Off, with the default config.
   fake_quantizer() : fake_quantizer(quantizer_config{}, false) {}
   /// Validates `config` (argument_error) and starts from the initial range.

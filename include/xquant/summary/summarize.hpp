@@ -272,7 +272,7 @@ model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
 
   model_summary s;
   s.name = detail::model_name(model);
-  var x(xt::zeros<float>(input_shape));
+  var x(detail::zeros_tensor(input_shape));
   checked_calls(model, [&] {
     if constexpr (detail::is_sequential<Model>::value) {
       detail::summarize_sequential(model, x, "", b, s.layers);

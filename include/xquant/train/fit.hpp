@@ -34,6 +34,7 @@
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/mode.hpp"
+#include "../core/layer_ref.hpp"
 #include "../core/model.hpp"
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
@@ -142,6 +143,39 @@ XQ_DECL double seconds_since(std::chrono::steady_clock::time_point start);
 /// `fit`'s checks of its data and options, before anything is done.
 XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts);
 
+/// What the training loops need of a model and a loss, without their types: `fit` and
+/// `evaluate` are compiled once (train/impl/fit.ipp) instead of once per model type in
+/// every program (core/layer_ref.hpp says why). Valid while the model and loss live.
+struct training_target {
+  layer_ref model;
+  var (*forward)(void* model, const var& inputs);
+  void* loss;
+  var (*loss_of)(void* loss, const var& outputs, const var& targets);
+
+  var operator()(const var& inputs) const { return forward(model.object, inputs); }
+  var loss_value_of(const var& outputs, const var& targets) const { return loss_of(loss, outputs, targets); }
+};
+
+template <class Model, class LossCall>
+training_target training_target_of(Model& model, LossCall& loss) {
+  return {as_layer_ref(model),
+          [](void* m, const var& x) -> var { return (*static_cast<Model*>(m))(x); },
+          &loss,
+          [](void* l, const var& y, const var& t) -> var { return (*static_cast<LossCall*>(l))(y, t); }};
+}
+
+/// An optimizer's step and zero_grad, without its type.
+struct optimizer_ref {
+  void* object;
+  void (*step)(void*);
+  void (*zero_grad)(void*);
+};
+
+XQ_DECL evaluation run_evaluate(const training_target& t, const dataset& data, std::size_t batch_size,
+                                const metric_function& metric);
+XQ_DECL fit_history run_fit(const training_target& t, const optimizer_ref& opt, const dataset& train,
+                            const fit_options& opts);
+
 }  // namespace detail
 
 /// Mean loss (and metric) of `model` on `data`, in inference mode (batch_norm uses
@@ -150,26 +184,8 @@ XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts);
 template <class Model, class Loss>
 evaluation evaluate(Model& model, Loss&& loss, const dataset& data, std::size_t batch_size = 32,
                     const metric_function& metric = sparse_categorical_accuracy) {
-  data.validate("xq::evaluate");
-  if (batch_size == 0) throw argument_error("xq::evaluate", "batch_size >= 1", "0");
-  set_paths(model);
-  no_grad off;
-  training_mode inference(false);
-  running_mean loss_mean, metric_mean;
-  const std::size_t n = data.size();
-  for (std::size_t first = 0; first < n; first += batch_size) {
-    const std::size_t count = std::min(batch_size, n - first);
-    tensor targets = detail::slice_rows(data.targets, first, count);
-    var out = model(var(detail::slice_rows(data.inputs, first, count)));
-    var l = loss(out, var(targets));
-    loss_mean.add(detail::loss_value(l, "xq::evaluate"), static_cast<double>(count));
-    if (metric) metric_mean.add(metric(out.value(), targets), static_cast<double>(count));
-  }
-  evaluation e;
-  e.loss = loss_mean.mean();
-  if (metric) e.metric = metric_mean.mean();
-  e.samples = n;
-  return e;
+  auto loss_call = [&](const var& outputs, const var& targets) -> var { return loss(outputs, targets); };
+  return detail::run_evaluate(detail::training_target_of(model, loss_call), data, batch_size, metric);
 }
 
 /// The model's outputs for `inputs` (N, ...), computed in batches in inference
@@ -221,74 +237,10 @@ tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) 
 /// Keras resets a model's metrics each epoch and reports Larq's with the others).
 template <class Model, class Optimizer, class Loss>
 fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train, const fit_options& opts = {}) {
-  detail::check_fit_arguments(train, opts);
-  const std::size_t n = train.size();
-  if (opts.keep_freed_memory) keep_freed_memory();
-  set_paths(model);
-
-  std::size_t steps = batch_count(n, opts.batch_size);
-  if (opts.max_steps_per_epoch) steps = std::min(steps, opts.max_steps_per_epoch);
-  const bool has_metric = static_cast<bool>(opts.metric);
-
-  fit_history history;
-  history.metric_name = has_metric ? opts.metric_name : std::string();
-  progress_options shown = opts.progress;
-  if (!opts.verbose) shown.style = progress_style::silent;
-  progress bar(opts.epochs, steps, history.metric_name, shown);
-
-  std::mt19937 rng(opts.seed);
-  opt.zero_grad();
-  for (std::size_t epoch = 1; epoch <= opts.epochs; ++epoch) {
-    const std::vector<std::size_t> order = opts.shuffle ? shuffled_order(n, rng) : sequential_order(n);
-    running_mean loss_mean, metric_mean;
-    std::size_t samples = 0;
-    bar.begin_epoch(epoch);
-    reset_quantizer_metrics(model);
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t s = 0; s < steps; ++s) {
-      batch b = make_batch(train, order, s * opts.batch_size, opts.batch_size);
-      const std::size_t count = b.size();
-      double batch_loss = 0.0;
-      {
-        training_mode training(true);
-        tape t;
-        // The first step also checks that the forward code calls only the model's children.
-        var out = epoch == 1 && s == 0 ? checked_calls(model, [&] { return model(var(std::move(b.inputs))); })
-                                       : model(var(std::move(b.inputs)));
-        var l = loss(out, var(b.targets));
-        batch_loss = detail::loss_value(l, "xq::fit");
-        if (has_metric) metric_mean.add(opts.metric(out.value(), b.targets), static_cast<double>(count));
-        t.backward(l);
-      }
-      opt.step();
-      opt.zero_grad();
-      loss_mean.add(batch_loss, static_cast<double>(count));
-      samples += count;
-      bar.update(s + 1, samples, loss_mean.mean(),
-                 has_metric ? std::optional<double>(metric_mean.mean()) : std::nullopt);
-    }
-    epoch_record r;
-    r.epoch = epoch;
-    r.steps = steps;
-    r.samples = samples;
-    r.seconds = detail::seconds_since(start);
-    r.samples_per_second = r.seconds > 0.0 ? static_cast<double>(samples) / r.seconds : 0.0;
-    r.loss = loss_mean.mean();
-    if (has_metric) r.metric = metric_mean.mean();
-    r.quantizer_metrics = quantizer_metrics(model);
-    if (opts.validation) {
-      const evaluation v = evaluate(model, loss, *opts.validation, opts.batch_size, opts.metric);
-      r.val_loss = v.loss;
-      r.val_metric = v.metric;
-    }
-    bar.end_epoch(samples, r.loss, r.metric, r.seconds, r.val_loss, r.val_metric, r.quantizer_metrics);
-    history.epochs.push_back(r);
-    if (!opts.on_epoch_end(history.epochs.back())) {
-      history.stopped_early = true;
-      break;
-    }
-  }
-  return history;
+  auto loss_call = [&](const var& outputs, const var& targets) -> var { return loss(outputs, targets); };
+  const detail::optimizer_ref o{&opt, [](void* p) { static_cast<Optimizer*>(p)->step(); },
+                                [](void* p) { static_cast<Optimizer*>(p)->zero_grad(); }};
+  return detail::run_fit(detail::training_target_of(model, loss_call), o, train, opts);
 }
 
 }  // namespace xq

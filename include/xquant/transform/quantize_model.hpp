@@ -31,7 +31,6 @@
 ///   auto qat = xq::quantize_model(model, {}, xq::tensor::shape_type{1, 28, 28, 1});
 /// \endcode
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -97,16 +96,31 @@ void reset_call_sites(Model& model) {
 
 namespace detail {
 
-/// What the passes need of one wrapper, type-erased (valid while the model is not moved).
+/// What the passes need of one wrapper, type-erased (valid while the model is not moved):
+/// plain function pointers, so that a model's wrapper types cost a program no
+/// std::function machinery (the compile budget of issue 12).
 struct wrapper_handle {
   std::string path, type;
   bool has_weight = false;
   bool on_by_default = false;  ///< `quantized_by_default` of the float layer's type
-  std::function<void(const wrapper_settings&)> configure;
-  std::function<void(std::size_t)> set_call_sites;
-  std::function<void(std::shared_ptr<batch_norm_fold>)> fold;  // weighted layers and batch norms
-  std::function<std::shared_ptr<batch_norm_fold>()> make_fold;  // batch norms
+  void* wrapper = nullptr;
+  void (*configure_fn)(void*, const wrapper_settings&) = nullptr;
+  void (*set_call_sites_fn)(void*, std::size_t) = nullptr;
+  void (*reset_call_sites_fn)(void*) = nullptr;
+  void (*fold_fn)(void*, std::shared_ptr<batch_norm_fold>) = nullptr;  ///< weighted layers, batch norms
+  std::shared_ptr<batch_norm_fold> (*make_fold_fn)(void*) = nullptr;  ///< batch norms
+
+  void configure(const wrapper_settings& s) const { configure_fn(wrapper, s); }
+  void set_call_sites(std::size_t n) const { set_call_sites_fn(wrapper, n); }
+  void reset_call_sites() const { reset_call_sites_fn(wrapper); }
+  bool can_fold() const noexcept { return fold_fn != nullptr; }
+  void fold(std::shared_ptr<batch_norm_fold> f) const { fold_fn(wrapper, std::move(f)); }
+  bool makes_fold() const noexcept { return make_fold_fn != nullptr; }
+  std::shared_ptr<batch_norm_fold> make_fold() const { return make_fold_fn(wrapper); }
 };
+
+/// The fold state a batch norm starts from (its gamma, moving variance and epsilon).
+XQ_DECL std::shared_ptr<batch_norm_fold> make_batch_norm_fold(const batch_norm& bn);
 
 template <class Model>
 std::vector<wrapper_handle> wrapper_handles(Model& model) {
@@ -120,20 +134,14 @@ std::vector<wrapper_handle> wrapper_handles(Model& model) {
       h.type = L::layer_type();
       h.has_weight = is_weighted_layer_v<F>;
       h.on_by_default = quantized_by_default_v<F>;
-      h.configure = [&l](const wrapper_settings& s) { l.configure(s); };
-      h.set_call_sites = [&l](std::size_t n) { l.set_call_sites(n); };
+      h.wrapper = &l;
+      h.configure_fn = [](void* w, const wrapper_settings& s) { static_cast<L*>(w)->configure(s); };
+      h.set_call_sites_fn = [](void* w, std::size_t n) { static_cast<L*>(w)->set_call_sites(n); };
+      h.reset_call_sites_fn = [](void* w) { static_cast<L*>(w)->reset_call_sites(); };
       if constexpr (is_weighted_layer_v<F> || std::is_same_v<L, quantized_batch_norm>)
-        h.fold = [&l](std::shared_ptr<batch_norm_fold> f) { l.fold(std::move(f)); };
-      if constexpr (std::is_same_v<L, quantized_batch_norm>) {
-        h.make_fold = [&l]() {
-          const batch_norm& bn = l.float_layer();
-          auto f = std::make_shared<batch_norm_fold>();
-          f->gamma = bn.gamma();
-          f->moving_variance = bn.moving_variance();
-          f->epsilon = bn.epsilon();
-          return f;
-        };
-      }
+        h.fold_fn = [](void* w, std::shared_ptr<batch_norm_fold> f) { static_cast<L*>(w)->fold(std::move(f)); };
+      if constexpr (std::is_same_v<L, quantized_batch_norm>)
+        h.make_fold_fn = [](void* w) { return make_batch_norm_fold(static_cast<L*>(w)->float_layer()); };
       out.push_back(std::move(h));
     }
   });
@@ -203,13 +211,9 @@ void configure_twin(Twin& twin, const quantize_options& o, SampleCall&& sample_c
                          "batch-norm folding and per-call-site ranges need",
                          "none");
   }
-  std::vector<std::string> paths;
-  for_each_layer(twin, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (has_set_path_v<L> && !is_quantizer_v<L>) paths.push_back(l.path());
-  });
-  configure_wrappers(handles, paths, trace.get(), o);
-  if (trace) reset_call_sites(twin);
+  configure_wrappers(handles, layer_paths(as_layer_ref(twin)), trace.get(), o);
+  if (trace)
+    for (const auto& h : handles) h.reset_call_sites();
 }
 
 }  // namespace detail
@@ -228,7 +232,7 @@ quantize_t<Model> quantize_model(const Model& model, const quantize_options& opt
 template <class Model>
 quantize_t<Model> quantize_model(const Model& model, const quantize_options& options,
                                  const tensor::shape_type& input_shape) {
-  return quantize_model(model, options, [&](auto& twin) { (void)twin(var(xt::zeros<float>(input_shape))); });
+  return quantize_model(model, options, [&](auto& twin) { (void)twin(var(detail::zeros_tensor(input_shape))); });
 }
 
 /// Same, without a traced pass (no cases, folding or per-call-site ranges).

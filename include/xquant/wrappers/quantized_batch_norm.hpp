@@ -20,6 +20,7 @@ class quantized_batch_norm : public input_quantized<batch_norm, quantized_batch_
   using base = input_quantized<batch_norm, quantized_batch_norm>;
 
  public:
+  XQ_SPECIAL_MEMBERS(quantized_batch_norm)
   quantized_batch_norm() : base(batch_norm{}) {}
   explicit quantized_batch_norm(batch_norm layer) : base(std::move(layer)) {}
 

@@ -28,6 +28,7 @@ namespace xq {
 
 class site_quantizers {
  public:
+  XQ_SPECIAL_MEMBERS(site_quantizers)
   site_quantizers() : sites_(1) {}
 
   /// Fake-quantizes `x` with the quantizer of this call's site.

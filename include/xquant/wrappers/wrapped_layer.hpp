@@ -33,6 +33,7 @@
 #include "../core/children.hpp"
 #include "../core/clone.hpp"
 #include "../core/layer.hpp"
+#include "../core/layer_ref.hpp"
 #include "../core/layer_traits.hpp"
 #include "../core/parameter.hpp"
 #include "../quantizers/no_quantizer.hpp"
@@ -64,6 +65,14 @@ class wrapped_layer {
     return detail::run_leaf_call(&s, path(), &Self::layer_type, role, [&] { return s.call(args...); }, args...);
   }
   /// A merge layer's inputs as a braced list: `merge({a, b, c})`.
+  /// One var, for a layer whose `call` takes one: the common call, through the compiled
+  /// bookkeeping (core/layer.hpp says why this is a template).
+  template <class S = Self, class = detail::unary_call_op<S&>>
+  var operator()(const var& x) {
+    return detail::run_unary_leaf_call(
+        &self(), path(), &Self::layer_type, role,
+        [](const void* s, const var& in) { return const_cast<Self*>(static_cast<const Self*>(s))->call(in); }, x);
+  }
   var operator()(const std::vector<var>& inputs) { return operator()<std::vector<var>>(inputs); }
 
   const std::string& name() const noexcept { return layer_.name(); }
@@ -78,9 +87,7 @@ class wrapped_layer {
   /// ("block/conv/input_quantizer").
   void set_path(std::string p) {
     layer_.set_path(p);
-    for_each_child(self(), [&](auto& q, const std::string& child) {
-      if constexpr (has_set_path_v<std::remove_reference_t<decltype(q)>>) q.set_path(p + "/" + child);
-    });
+    detail::set_child_paths(as_layer_ref(self()), p);
   }
 
   /// The float layer's parameters (a quantizer lists its own: it is a child).

@@ -49,4 +49,13 @@ XQ_DECL void trace_function_call(const char* name, layer_role role, const std::v
     t->record(traced_call{"", name, role, true, {}, nullptr}, inputs, output);
 }
 
+XQ_DECL var run_unary_leaf_call(const void* object, const std::string& path, std::string (*type)(), layer_role role,
+                                var (*call)(const void* self, const var& x), const var& x) {
+  const leaf_call_scope scope(object, path, type);
+  if (!scope.outermost() || graph_trace::current() == nullptr) return call(object, x);
+  var y = call(object, x);
+  trace_layer_call(path, type(), role, {x}, y);
+  return y;
+}
+
 }  // namespace xq::detail

@@ -8,6 +8,20 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(relu)
+
+XQ_DEFINE_SPECIAL_MEMBERS(relu6)
+
+XQ_DEFINE_SPECIAL_MEMBERS(leaky_relu)
+
+XQ_DEFINE_SPECIAL_MEMBERS(sigmoid)
+
+XQ_DEFINE_SPECIAL_MEMBERS(tanh)
+
+XQ_DEFINE_SPECIAL_MEMBERS(swish)
+
+XQ_DEFINE_SPECIAL_MEMBERS(softmax)
+
 namespace detail {
 
 XQ_DECL float stable_sigmoid(float x) {

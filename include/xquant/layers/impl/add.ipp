@@ -8,6 +8,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(add)
+
 namespace detail {
 
 XQ_DECL void require_same_input_shapes(const std::string& path, const std::vector<var>& inputs) {

@@ -10,6 +10,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(average_pool2d)
+
 namespace ops {
 
 XQ_DECL var average_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding p,

@@ -9,6 +9,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(batch_norm)
+
 namespace detail {
 
 XQ_DECL std::size_t reduction_block_rows(std::size_t channels) {

@@ -8,6 +8,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(concatenate)
+
 namespace ops {
 
 XQ_DECL var concatenate(const std::vector<var>& inputs, int axis,

@@ -11,6 +11,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(conv2d)
+
 namespace detail {
 
 XQ_DECL std::size_t images_per_block(const window2d& g) {

@@ -12,6 +12,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(dense)
+
 namespace ops {
 
 XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::string& path) {

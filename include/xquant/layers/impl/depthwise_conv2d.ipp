@@ -12,6 +12,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(depthwise_conv2d)
+
 namespace detail {
 
 XQ_DECL void repeat_channels(const float* x, std::size_t pixels, std::size_t c, std::size_t m, float* out) {

@@ -7,6 +7,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(dropout)
+
 namespace detail {
 
 XQ_DECL void require_dropout_rate(const std::string& path, float rate) {

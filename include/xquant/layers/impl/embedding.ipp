@@ -10,6 +10,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(embedding)
+
 namespace ops {
 
 XQ_DECL var embedding_lookup(const var& ids, const var& table, const std::string& path) {

@@ -6,6 +6,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(flatten)
+
 namespace ops {
 
 XQ_DECL var flatten(const var& x, const std::string& path) {

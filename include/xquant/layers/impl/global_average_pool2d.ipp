@@ -10,6 +10,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(global_average_pool2d)
+
 namespace ops {
 
 XQ_DECL var global_average_pool2d(const var& x, bool keepdims,

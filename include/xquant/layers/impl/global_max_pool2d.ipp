@@ -10,6 +10,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(global_max_pool2d)
+
 namespace ops {
 
 XQ_DECL var global_max_pool2d(const var& x, bool keepdims, const std::string& path) {

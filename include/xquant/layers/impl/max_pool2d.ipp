@@ -12,6 +12,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(max_pool2d)
+
 namespace ops {
 
 XQ_DECL var max_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding p,

@@ -6,6 +6,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(multiply)
+
 namespace ops {
 
 XQ_DECL var multiply(const std::vector<var>& inputs, const std::string& path) {

@@ -6,6 +6,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(reshape)
+
 namespace detail {
 
 XQ_DECL std::string target_shape_string(const std::vector<std::ptrdiff_t>& shape) {

@@ -7,6 +7,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(tied_dense)
+
 XQ_DECL tied_dense::tied_dense(parameter_ptr matrix, bool use_bias)
     : layer<tied_dense>("tied_dense"), kernel_(std::move(matrix)) {
   if (!kernel_) throw argument_error(path(), "a built matrix parameter to tie to", "a null parameter (not built yet?)");

@@ -10,6 +10,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(tied_projection)
+
 namespace ops {
 
 XQ_DECL var matmul_transposed(const var& x, const var& w, const var* b, const std::string& path) {

@@ -9,6 +9,7 @@
 #include "gradient_flow.ipp"
 #include "lsq_quantizer.ipp"
 #include "magnitude_aware_sign.ipp"
+#include "model_quantizers.ipp"
 #include "moving_average_quantizer.ipp"
 #include "noop_quantizer.ipp"
 #include "quantizer_config.ipp"

@@ -21,6 +21,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(fake_quantizer)
+
 XQ_DECL const range_tracker& range_tracker_for(const quantizer_config& c) {
   if (c.numerics == quant_numerics::torch_fake_quant) return torch_range_tracker::instance();
   return tfmot_range_tracker::instance();

@@ -5,7 +5,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../fit.hpp"
 
@@ -43,6 +46,110 @@ XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts) 
   if (opts.validation) opts.validation->validate("xq::fit (validation data)");
   if (opts.batch_size == 0) throw argument_error("xq::fit", "batch_size >= 1", "0");
   if (train.size() == 0) throw argument_error("xq::fit", "at least one training sample", "an empty dataset");
+}
+
+/// `pass()` under the reachability check of the model `target` holds (core/model.hpp's checked_calls).
+template <class Pass>
+var checked_calls(const training_target& target, Pass&& pass) {
+  reachable_layers reachable;
+  add_reachable(target.model, "", reachable);
+  return with_reachability_check(reachable, std::forward<Pass>(pass));
+}
+
+XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& data, std::size_t batch_size,
+                                const metric_function& metric) {
+  data.validate("xq::evaluate");
+  if (batch_size == 0) throw argument_error("xq::evaluate", "batch_size >= 1", "0");
+  set_paths(target.model, "");
+  no_grad off;
+  training_mode inference(false);
+  running_mean loss_mean, metric_mean;
+  const std::size_t n = data.size();
+  for (std::size_t first = 0; first < n; first += batch_size) {
+    const std::size_t count = std::min(batch_size, n - first);
+    tensor targets = slice_rows(data.targets, first, count);
+    var out = target(var(slice_rows(data.inputs, first, count)));
+    var l = target.loss_value_of(out, var(targets));
+    loss_mean.add(loss_value(l, "xq::evaluate"), static_cast<double>(count));
+    if (metric) metric_mean.add(metric(out.value(), targets), static_cast<double>(count));
+  }
+  evaluation e;
+  e.loss = loss_mean.mean();
+  if (metric) e.metric = metric_mean.mean();
+  e.samples = n;
+  return e;
+}
+
+XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& opt, const dataset& train,
+                            const fit_options& opts) {
+  check_fit_arguments(train, opts);
+  const std::size_t n = train.size();
+  if (opts.keep_freed_memory) keep_freed_memory();
+  set_paths(target.model, "");
+
+  std::size_t steps = batch_count(n, opts.batch_size);
+  if (opts.max_steps_per_epoch) steps = std::min(steps, opts.max_steps_per_epoch);
+  const bool has_metric = static_cast<bool>(opts.metric);
+
+  fit_history history;
+  history.metric_name = has_metric ? opts.metric_name : std::string();
+  progress_options shown = opts.progress;
+  if (!opts.verbose) shown.style = progress_style::silent;
+  progress bar(opts.epochs, steps, history.metric_name, shown);
+
+  std::mt19937 rng(opts.seed);
+  opt.zero_grad(opt.object);
+  for (std::size_t epoch = 1; epoch <= opts.epochs; ++epoch) {
+    const std::vector<std::size_t> order = opts.shuffle ? shuffled_order(n, rng) : sequential_order(n);
+    running_mean loss_mean, metric_mean;
+    std::size_t samples = 0;
+    bar.begin_epoch(epoch);
+    reset_quantizer_metrics(target.model);
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t s = 0; s < steps; ++s) {
+      batch b = make_batch(train, order, s * opts.batch_size, opts.batch_size);
+      const std::size_t count = b.size();
+      double batch_loss = 0.0;
+      {
+        training_mode training(true);
+        tape t;
+        // The first step also checks that the forward code calls only the model's children.
+        var out = epoch == 1 && s == 0 ? checked_calls(target, [&] { return target(var(std::move(b.inputs))); })
+                                       : target(var(std::move(b.inputs)));
+        var l = target.loss_value_of(out, var(b.targets));
+        batch_loss = loss_value(l, "xq::fit");
+        if (has_metric) metric_mean.add(opts.metric(out.value(), b.targets), static_cast<double>(count));
+        t.backward(l);
+      }
+      opt.step(opt.object);
+      opt.zero_grad(opt.object);
+      loss_mean.add(batch_loss, static_cast<double>(count));
+      samples += count;
+      bar.update(s + 1, samples, loss_mean.mean(),
+                 has_metric ? std::optional<double>(metric_mean.mean()) : std::nullopt);
+    }
+    epoch_record r;
+    r.epoch = epoch;
+    r.steps = steps;
+    r.samples = samples;
+    r.seconds = seconds_since(start);
+    r.samples_per_second = r.seconds > 0.0 ? static_cast<double>(samples) / r.seconds : 0.0;
+    r.loss = loss_mean.mean();
+    if (has_metric) r.metric = metric_mean.mean();
+    r.quantizer_metrics = quantizer_metrics(target.model);
+    if (opts.validation) {
+      const evaluation v = run_evaluate(target, *opts.validation, opts.batch_size, opts.metric);
+      r.val_loss = v.loss;
+      r.val_metric = v.metric;
+    }
+    bar.end_epoch(samples, r.loss, r.metric, r.seconds, r.val_loss, r.val_metric, r.quantizer_metrics);
+    history.epochs.push_back(r);
+    if (!opts.on_epoch_end(history.epochs.back())) {
+      history.stopped_early = true;
+      break;
+    }
+  }
+  return history;
 }
 
 }  // namespace detail

@@ -123,7 +123,7 @@ XQ_DECL std::vector<std::pair<std::string, std::string>> fold_pairs(const graph_
     if (call.role != layer_role::norm || call.function || !by_path.count(call.path)) continue;
     const traced_call* p = call.inputs.size() == 1 ? g.producer(call.inputs[0]) : nullptr;
     const auto h = p && !p->function ? by_path.find(p->path) : by_path.end();
-    if (!p || h == by_path.end() || !h->second->has_weight || !h->second->fold ||
+    if (!p || h == by_path.end() || !h->second->has_weight || !h->second->can_fold() ||
         g.consumers(p->output).size() != 1) {
       rejected.insert(call.path);
       continue;
@@ -135,12 +135,20 @@ XQ_DECL std::vector<std::pair<std::string, std::string>> fold_pairs(const graph_
       if (const traced_call* p = g.producer(in)) consumers_of_layer[p->path].insert(call.path);
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& [bn, producers] : producers_of_bn) {
-    if (rejected.count(bn) || producers.size() != 1 || !by_path.at(bn)->make_fold) continue;
+    if (rejected.count(bn) || producers.size() != 1 || !by_path.at(bn)->makes_fold()) continue;
     const std::string& conv = *producers.begin();
     if (consumers_of_layer[conv].size() != 1) continue;  // every call of the conv feeds this bn
     pairs.emplace_back(conv, bn);
   }
   return pairs;
+}
+
+XQ_DECL std::shared_ptr<batch_norm_fold> make_batch_norm_fold(const batch_norm& bn) {
+  auto f = std::make_shared<batch_norm_fold>();
+  f->gamma = bn.gamma();
+  f->moving_variance = bn.moving_variance();
+  f->epsilon = bn.epsilon();
+  return f;
 }
 
 XQ_DECL void configure_wrappers(const std::vector<wrapper_handle>& handles, const std::vector<std::string>& paths,

@@ -7,6 +7,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(quantized_batch_norm)
+
 XQ_DECL var quantized_batch_norm::call(const var& x) {
   const var in = input_(x);
   var y;

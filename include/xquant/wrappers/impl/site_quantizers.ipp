@@ -6,6 +6,8 @@
 
 namespace xq {
 
+XQ_DEFINE_SPECIAL_MEMBERS(site_quantizers)
+
 XQ_DECL var site_quantizers::operator()(const var& x) {
   if (!sites_[0].enabled()) return x;
   if (sites_.size() == 1) return sites_[0](x);
