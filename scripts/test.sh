@@ -2,9 +2,9 @@
 # The test command: installs the dependencies, configures build/ (Release; tests,
 # benchmarks, examples and the compile-time budget check on; CUDA on when nvcc is found),
 # builds everything and runs every CTest test, the packaging tests (labelled `packaging`)
-# and the compile budget (labelled `compile_budget`, tools/compile_budget.py) included. The
-# budget runs --report-only: it prints the ratios on every run but fails no build until all
-# three TUs are within budget (tools/README.md has the figures; issue 12).
+# and the compile budget (labelled `compile_budget`, tools/compile_budget.py) included: the
+# umbrella header, the README example and the QAT example must stay within their budgets
+# (best of 5 compiles each; tools/README.md has the figures; issue 12).
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh -L packaging    # extra arguments go to ctest
@@ -48,7 +48,7 @@ log "configure $build (CUDA $cuda)"
 start=$SECONDS
 cmake -S . -B "$build" "${generator[@]}" "${launcher[@]}" \
   -DCMAKE_BUILD_TYPE=Release \
-  -DXQ_BUILD_TESTS=ON -DXQ_BUILD_BENCHMARKS=ON -DXQ_BUILD_EXAMPLES=ON -DXQ_COMPILE_BUDGET=ON -DXQ_COMPILE_BUDGET_ARGS=--report-only \
+  -DXQ_BUILD_TESTS=ON -DXQ_BUILD_BENCHMARKS=ON -DXQ_BUILD_EXAMPLES=ON -DXQ_COMPILE_BUDGET=ON "-DXQ_COMPILE_BUDGET_ARGS=--repeat;5" \
   -DXQ_WITH_CUDA="$cuda" \
   "${extra_cmake_args[@]}"
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "../config.hpp"
 #include "parameter.hpp"
 #include "variable_state.hpp"
 
@@ -19,8 +20,7 @@ class var {
   var() = default;
   /// A leaf value. `requires_grad`: whether backward should compute its gradient
   /// (true for inputs of a gradient check; false for data).
-  explicit var(tensor value, bool requires_grad = false)
-      : state_(std::make_shared<variable_state>(std::move(value), requires_grad)) {}
+  XQ_DECL explicit var(tensor value, bool requires_grad = false);
   /// A view of a parameter (shares its value and gradient).
   var(const parameter_ptr& p)  // NOLINT: implicit on purpose, layers pass weights as vars
       : state_(p, static_cast<variable_state*>(p.get())) {}
@@ -44,3 +44,7 @@ class var {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/var.ipp"
+#endif

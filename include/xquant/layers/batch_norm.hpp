@@ -109,8 +109,7 @@ class batch_norm : public layer<batch_norm> {
   XQ_SPECIAL_MEMBERS(batch_norm)
   static constexpr layer_role role = layer_role::norm;
   /// `center`: learn beta; `scale`: learn gamma (Keras's flags, both on by default).
-  explicit batch_norm(bool center = true, bool scale = true)
-      : layer<batch_norm>("batch_normalization"), center_(center), scale_(scale) {}
+  XQ_DECL explicit batch_norm(bool center = true, bool scale = true);
 
   XQ_DECL var call(const var& x);
 
@@ -119,21 +118,13 @@ class batch_norm : public layer<batch_norm> {
 
   /// Weight of the old moving statistics per update (Keras: 0.99; PyTorch's
   /// `momentum` is 1 minus this). Chainable.
-  batch_norm& momentum(float m) {
-    if (!(m >= 0.0f && m <= 1.0f)) throw argument_error(path(), "a momentum in [0, 1]", detail::concat(m));
-    momentum_ = m;
-    return *this;
-  }
+  XQ_DECL batch_norm& momentum(float m);
   float momentum() const noexcept { return momentum_; }
   /// Added to the variance before the square root (Keras: 1e-3; PyTorch: 1e-5). Chainable.
-  batch_norm& epsilon(float e) {
-    if (!(e >= 0.0f)) throw argument_error(path(), "an epsilon >= 0", detail::concat(e));
-    epsilon_ = e;
-    return *this;
-  }
+  XQ_DECL batch_norm& epsilon(float e);
   float epsilon() const noexcept { return epsilon_; }
 
-  std::vector<parameter_ptr> parameters() const { return {gamma_, beta_, moving_mean_, moving_variance_}; }
+  XQ_DECL std::vector<parameter_ptr> parameters() const;
   /// Each stored parameter slot, null ones included (core/clone.hpp's protocol).
   template <class F>
   void for_each_parameter_slot(F&& f) {

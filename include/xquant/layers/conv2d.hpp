@@ -68,11 +68,7 @@ class conv2d : public layer<conv2d> {
   XQ_SPECIAL_MEMBERS(conv2d)
   static constexpr layer_role role = layer_role::conv;
   /// `filters` output channels, a `kernel_size` window (`3` or `{3, 5}`).
-  explicit conv2d(std::size_t filters = 1, size2 kernel_size = 1)
-      : layer<conv2d>("conv2d"), filters_(filters),
-        kernel_size_(detail::positive_size2("conv2d", "kernel_size", kernel_size)) {
-    if (filters == 0) throw argument_error("conv2d", "filters of at least 1", "0");
-  }
+  XQ_DECL explicit conv2d(std::size_t filters = 1, size2 kernel_size = 1);
 
   /// Window step (`2` or `{2, 1}`); default 1.
   conv2d& strides(size2 s) {
@@ -108,7 +104,7 @@ class conv2d : public layer<conv2d> {
   /// Creates the parameters for `in_channels` input channels (the first call does it).
   XQ_DECL void build(std::size_t in_channels);
 
-  std::vector<parameter_ptr> parameters() const { return {kernel_, bias_}; }
+  XQ_DECL std::vector<parameter_ptr> parameters() const;
   /// Each stored parameter slot, null ones included (core/clone.hpp's protocol).
   template <class F>
   void for_each_parameter_slot(F&& f) {

@@ -26,8 +26,7 @@ class dense : public layer<dense> {
  public:
   XQ_SPECIAL_MEMBERS(dense)
   static constexpr layer_role role = layer_role::linear;
-  explicit dense(std::size_t units = 1, bool use_bias = true)
-      : layer<dense>("dense"), units_(units), use_bias_(use_bias) {}
+  XQ_DECL explicit dense(std::size_t units = 1, bool use_bias = true);
 
   XQ_DECL var call(const var& x);
 
@@ -40,7 +39,7 @@ class dense : public layer<dense> {
   /// Creates the parameters for `in` input features (the first call does it).
   XQ_DECL void build(std::size_t in);
 
-  std::vector<parameter_ptr> parameters() const { return {kernel_, bias_}; }
+  XQ_DECL std::vector<parameter_ptr> parameters() const;
   /// Each stored parameter slot, null ones included (core/clone.hpp's protocol).
   template <class F>
   void for_each_parameter_slot(F&& f) {

@@ -45,20 +45,15 @@ class dropout : public layer<dropout> {
   /// `xq::set_seed` makes the masks reproducible too.
   explicit dropout(float rate = 0.5f) : dropout(rate, random_engine()()) {}
   /// `rate` in [0, 1) with an explicit `seed`.
-  dropout(float rate, std::uint32_t seed) : layer<dropout>("dropout"), rate_(rate), seed_(seed), rng_(seed) {
-    detail::require_dropout_rate("dropout", rate);
-  }
+  XQ_DECL dropout(float rate, std::uint32_t seed);
 
   XQ_DECL var call(const var& x);
 
   /// Restarts the mask sequence from `seed` (the next call draws the masks a
   /// layer freshly made with this seed would).
-  void reseed(std::uint32_t seed) {
-    seed_ = seed;
-    rng_.seed(seed);
-  }
+  XQ_DECL void reseed(std::uint32_t seed);
   /// Restarts the mask sequence from the current seed.
-  void reseed() { rng_.seed(seed_); }
+  XQ_DECL void reseed();
 
   std::vector<parameter_ptr> parameters() const { return {}; }
   float rate() const noexcept { return rate_; }

@@ -40,10 +40,7 @@ class max_pool2d : public layer<max_pool2d> {
   /// A `pool_size` window (`2` or `{2, 3}`) every `strides` pixels (default: `pool_size`).
   explicit max_pool2d(size2 pool_size = 2) : max_pool2d(pool_size, pool_size) {}
   max_pool2d(size2 pool_size, xq::padding p) : max_pool2d(pool_size, pool_size, p) {}
-  max_pool2d(size2 pool_size, size2 strides, xq::padding p = xq::padding::valid)
-      : layer<max_pool2d>("max_pooling2d"),
-        pool_size_(detail::positive_size2("max_pooling2d", "pool_size", pool_size)),
-        strides_(detail::positive_size2("max_pooling2d", "strides", strides)), padding_(p) {}
+  XQ_DECL max_pool2d(size2 pool_size, size2 strides, xq::padding p = xq::padding::valid);
 
   /// Window step (`2` or `{2, 1}`).
   max_pool2d& strides(size2 s) {

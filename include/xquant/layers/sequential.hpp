@@ -8,17 +8,26 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/children.hpp"
+#include "../core/layer_ref.hpp"
 #include "../core/layer_traits.hpp"
 #include "../core/model.hpp"
 #include "../core/type_name.hpp"
 #include "../core/var.hpp"
 
 namespace xq {
+
+namespace detail {
+
+/// A sequential's child names: each child's name (its type's short name if it has none),
+/// with "_1", "_2", ... on repeats ("dense", "dense_1"). Compiled once.
+XQ_DECL std::vector<std::string> sequential_child_names(const std::vector<layer_ref>& children);
+
+}  // namespace detail
 
 template <class... Layers>
 class sequential {
@@ -67,23 +76,8 @@ class sequential {
   }
 
   void name_children() {
-    std::unordered_map<std::string, int> seen;
-    names_.clear();
-    std::apply(
-        [&](auto&... l) {
-          auto one = [&](auto& layer) {
-            using child_type = std::decay_t<decltype(layer)>;
-            std::string base;
-            if constexpr (has_name_v<child_type>)
-              base = layer.name();
-            else
-              base = detail::type_short_name<child_type>();
-            int n = seen[base]++;
-            names_.push_back(n == 0 ? base : base + "_" + std::to_string(n));
-          };
-          (one(l), ...);
-        },
-        layers_);
+    names_ = detail::sequential_child_names(
+        std::apply([](auto&... l) { return std::vector<layer_ref>{as_layer_ref(l)...}; }, layers_));
     set_paths(*this);
   }
 
@@ -96,3 +90,7 @@ template <class... Layers>
 sequential(Layers...) -> sequential<Layers...>;
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/sequential.ipp"
+#endif

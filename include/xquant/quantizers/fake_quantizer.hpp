@@ -62,7 +62,7 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
  public:
   XQ_SPECIAL_MEMBERS(fake_quantizer)
   /// Off, with the default config.
-  fake_quantizer() : fake_quantizer(quantizer_config{}, false) {}
+  XQ_DECL fake_quantizer();
   /// Validates `config` (argument_error) and starts from the initial range.
   explicit fake_quantizer(quantizer_config config, bool enabled = true);
 

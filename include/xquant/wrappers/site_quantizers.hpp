@@ -29,7 +29,7 @@ namespace xq {
 class site_quantizers {
  public:
   XQ_SPECIAL_MEMBERS(site_quantizers)
-  site_quantizers() : sites_(1) {}
+  XQ_DECL site_quantizers();
 
   /// Fake-quantizes `x` with the quantizer of this call's site.
   XQ_DECL var operator()(const var& x);

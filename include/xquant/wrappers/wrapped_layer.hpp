@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "../config.hpp"
 #include "../core/children.hpp"
 #include "../core/clone.hpp"
 #include "../core/layer.hpp"
@@ -39,6 +40,18 @@
 #include "../quantizers/no_quantizer.hpp"
 
 namespace xq {
+
+namespace detail {
+
+/// A wrapper's kernel and bias constraints (Keras's kernel_constraint, bias_constraint),
+/// with out-of-line copy, move and destruction (config.hpp's XQ_SPECIAL_MEMBERS says why).
+struct weight_constraints {
+  weight_constraints() = default;
+  XQ_SPECIAL_MEMBERS(weight_constraints)
+  parameter::constraint_function kernel, bias;
+};
+
+}  // namespace detail
 
 template <class Self, class Layer>
 class wrapped_layer {
@@ -122,19 +135,19 @@ class wrapped_layer {
   /// (Larq pairs binary kernels with `xq::weight_clip`). Empty: none.
   template <class L = Layer, class = std::enable_if_t<has_kernel_v<L>>>
   Self& kernel_constraint(parameter::constraint_function c) {
-    kernel_constraint_ = std::move(c);
+    constraints_.kernel = std::move(c);
     attach_constraints();
     return self();
   }
   /// Keras's `bias_constraint`.
   template <class L = Layer, class = std::enable_if_t<has_bias_v<L>>>
   Self& bias_constraint(parameter::constraint_function c) {
-    bias_constraint_ = std::move(c);
+    constraints_.bias = std::move(c);
     attach_constraints();
     return self();
   }
-  const parameter::constraint_function& kernel_constraint() const noexcept { return kernel_constraint_; }
-  const parameter::constraint_function& bias_constraint() const noexcept { return bias_constraint_; }
+  const parameter::constraint_function& kernel_constraint() const noexcept { return constraints_.kernel; }
+  const parameter::constraint_function& bias_constraint() const noexcept { return constraints_.bias; }
 
  protected:
   wrapped_layer() = default;
@@ -160,12 +173,16 @@ class wrapped_layer {
  private:
   void attach_constraints() {
     if constexpr (has_kernel_v<Layer>)
-      if (layer_.kernel() && kernel_constraint_) layer_.kernel()->set_constraint(kernel_constraint_);
+      if (layer_.kernel() && constraints_.kernel) layer_.kernel()->set_constraint(constraints_.kernel);
     if constexpr (has_bias_v<Layer>)
-      if (layer_.bias() && bias_constraint_) layer_.bias()->set_constraint(bias_constraint_);
+      if (layer_.bias() && constraints_.bias) layer_.bias()->set_constraint(constraints_.bias);
   }
 
-  parameter::constraint_function kernel_constraint_, bias_constraint_;
+  detail::weight_constraints constraints_;
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/wrapped_layer.ipp"
+#endif

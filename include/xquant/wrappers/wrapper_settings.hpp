@@ -7,11 +7,15 @@
 #include <optional>
 #include <vector>
 
+#include "../config.hpp"
 #include "../quantizers/quantizer_config.hpp"
 
 namespace xq {
 
 struct wrapper_settings {
+  wrapper_settings() = default;
+  XQ_SPECIAL_MEMBERS(wrapper_settings)
+
   bool quantize_input = false;   ///< QDQ on the input (merges: on the inputs of `input_indices`)
   bool quantize_weight = false;  ///< QDQ on the kernel (weighted layers)
   bool quantize_output = false;  ///< QDQ on the output (tfmot's and PyTorch's placement)
@@ -28,3 +32,7 @@ struct wrapper_settings {
 };
 
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/wrapper_settings.ipp"
+#endif

@@ -16,4 +16,5 @@
 #include "shape_check.ipp"
 #include "tape.ipp"
 #include "tensor.ipp"
+#include "var.ipp"
 #include "variable_state.ipp"

@@ -19,6 +19,7 @@
 #include "multiply.ipp"
 #include "pad2d.ipp"
 #include "reshape.ipp"
+#include "sequential.ipp"
 #include "tied_dense.ipp"
 #include "tied_projection.ipp"
 #include "weight_clip.ipp"

@@ -255,4 +255,23 @@ XQ_DECL std::pair<vector, vector> batch_norm::inference_affine() const {
   return {std::move(a), std::move(b)};
 }
 
+XQ_DECL batch_norm::batch_norm(bool center, bool scale)
+    : layer<batch_norm>("batch_normalization"), center_(center), scale_(scale) {}
+
+XQ_DECL batch_norm& batch_norm::momentum(float m) {
+  if (!(m >= 0.0f && m <= 1.0f)) throw argument_error(path(), "a momentum in [0, 1]", detail::concat(m));
+  momentum_ = m;
+  return *this;
+}
+
+XQ_DECL batch_norm& batch_norm::epsilon(float e) {
+  if (!(e >= 0.0f)) throw argument_error(path(), "an epsilon >= 0", detail::concat(e));
+  epsilon_ = e;
+  return *this;
+}
+
+XQ_DECL std::vector<parameter_ptr> batch_norm::parameters() const {
+  return {gamma_, beta_, moving_mean_, moving_variance_};
+}
+
 }  // namespace xq

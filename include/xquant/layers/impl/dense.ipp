@@ -84,4 +84,8 @@ XQ_DECL void dense::build(std::size_t in) {
   name_parameters();
 }
 
+XQ_DECL dense::dense(std::size_t units, bool use_bias) : layer<dense>("dense"), units_(units), use_bias_(use_bias) {}
+
+XQ_DECL std::vector<parameter_ptr> dense::parameters() const { return {kernel_, bias_}; }
+
 }  // namespace xq

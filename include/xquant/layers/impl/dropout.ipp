@@ -53,4 +53,16 @@ XQ_DECL var dropout::call(const var& x) {
   return ops::dropout(x, rate_, rng_, path());
 }
 
+XQ_DECL dropout::dropout(float rate, std::uint32_t seed)
+    : layer<dropout>("dropout"), rate_(rate), seed_(seed), rng_(seed) {
+  detail::require_dropout_rate("dropout", rate);
+}
+
+XQ_DECL void dropout::reseed(std::uint32_t seed) {
+  seed_ = seed;
+  rng_.seed(seed);
+}
+
+XQ_DECL void dropout::reseed() { rng_.seed(seed_); }
+
 }  // namespace xq

@@ -89,4 +89,10 @@ XQ_DECL var max_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding
 
 XQ_DECL var max_pool2d::call(const var& x) { return ops::max_pool2d(x, pool_size_, strides_, padding_, path()); }
 
+XQ_DECL max_pool2d::max_pool2d(size2 pool_size, size2 strides, xq::padding p)
+    : layer<max_pool2d>("max_pooling2d"),
+      pool_size_(detail::positive_size2("max_pooling2d", "pool_size", pool_size)),
+      strides_(detail::positive_size2("max_pooling2d", "strides", strides)),
+      padding_(p) {}
+
 }  // namespace xq

@@ -167,4 +167,6 @@ XQ_DECL kernels::channel_layout fake_quantizer::layout_of(const tensor& x) const
   return l;
 }
 
+XQ_DECL fake_quantizer::fake_quantizer() : fake_quantizer(quantizer_config{}, false) {}
+
 }  // namespace xq

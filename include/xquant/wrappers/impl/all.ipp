@@ -6,3 +6,5 @@
 #include "quant_window_layer.ipp"
 #include "quantized_batch_norm.ipp"
 #include "site_quantizers.ipp"
+#include "wrapped_layer.ipp"
+#include "wrapper_settings.ipp"

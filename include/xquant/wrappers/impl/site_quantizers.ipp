@@ -51,4 +51,6 @@ XQ_DECL void site_quantizers::visit_sites(const std::string& name,
   for (std::size_t i = 0; i < sites_.size(); ++i) call(f, sites_[i], name + "_" + std::to_string(i));
 }
 
+XQ_DECL site_quantizers::site_quantizers() : sites_(1) {}
+
 }  // namespace xq
