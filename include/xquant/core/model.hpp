@@ -35,9 +35,9 @@ XQ_DECL void set_paths(layer_ref model, const std::string& prefix);
 /// parameters (below) of the layer `model`.
 XQ_DECL std::vector<parameter_ptr> parameters(layer_ref model);
 
-/// Adds to `r` the layers `l` (at `path`) reaches through its children, and the float
-/// layers its wrappers hold: what `checked_calls` lets a pass call.
-XQ_DECL void add_reachable(layer_ref l, const std::string& path, reachable_layers& r);
+/// The layers `model` reaches through its children, and the float layers its wrappers
+/// hold: what `checked_calls` lets a pass call.
+XQ_DECL reachable_layers reachable_from(layer_ref model);
 
 /// The paths of the layers of `model` that have one, quantizers aside, parents first.
 XQ_DECL std::vector<std::string> layer_paths(layer_ref model);
@@ -59,6 +59,7 @@ void for_each_layer(Layer& model, F&& f) {
 /// `fit` and `evaluate` call it; call it yourself before looking at names.
 template <class Layer>
 void set_paths(Layer& model, const std::string& prefix = "") {
+  static_assert(!std::is_const_v<Layer>, "xquant: set_paths renames the layers of a model; it needs a non-const one");
   detail::set_paths(as_layer_ref(model), prefix);
 }
 
@@ -86,23 +87,12 @@ std::size_t count_parameters(Layer& model) {
   return n;
 }
 
-namespace detail {
-
-template <class Model>
-reachable_layers reachable_from(Model& model) {
-  reachable_layers r;
-  add_reachable(as_layer_ref(model), "", r);
-  return r;
-}
-
-}  // namespace detail
-
 /// Runs `pass()` (a forward pass of `model`) refusing any leaf layer the pass calls that
 /// `model` does not reach through its children (core/layer_call.hpp). `build`, `fit`'s
 /// first step, `quantize_model` and `summarize` run their pass this way.
 template <class Model, class Pass>
 decltype(auto) checked_calls(Model& model, Pass&& pass) {
-  const detail::reachable_layers reachable = detail::reachable_from(model);
+  const detail::reachable_layers reachable = detail::reachable_from(as_layer_ref(model));
   return detail::with_reachability_check(reachable, std::forward<Pass>(pass));
 }
 

@@ -88,7 +88,8 @@ template <class Model, class F>
 void for_each_quantizer(Model& model, F&& f) {
   using A = typename detail::sole_parameter<std::decay_t<F>>::type;
   using Q = std::remove_cv_t<std::remove_reference_t<A>>;
-  if constexpr (std::is_lvalue_reference_v<A> && std::is_base_of_v<quantizer_base, Q>) {
+  if constexpr (std::is_lvalue_reference_v<A> && std::is_base_of_v<quantizer_base, Q> &&
+                (!std::is_const_v<Model> || std::is_const_v<std::remove_reference_t<A>>)) {
     // A quantizer class named by the callable: the compiled walk, filtered by that class.
     using G = std::remove_reference_t<F>;
     detail::for_each_quantizer_ref(
@@ -102,7 +103,8 @@ void for_each_quantizer(Model& model, F&& f) {
         },
         const_cast<void*>(static_cast<const void*>(std::addressof(f))));
   } else {
-    // A generic callable (`auto& q`): each quantizer with its own type.
+    // A generic callable (`auto& q`), or one taking a mutable quantizer of a const model:
+    // each quantizer with its own type, `f` called where it accepts it.
     for_each_layer(model, [&](auto& l) {
       using L = std::remove_reference_t<decltype(l)>;
       if constexpr (is_quantizer_v<L>) {
@@ -145,6 +147,7 @@ std::vector<std::pair<std::string, double>> quantizer_metrics(Model& model) {
 /// values, as Larq's `reset_state`).
 template <class Model>
 void reset_quantizer_metrics(Model& model) {
+  static_assert(!std::is_const_v<Model>, "xquant: resetting quantizer metrics needs a non-const model");
   detail::reset_quantizer_metrics(as_layer_ref(model));
 }
 

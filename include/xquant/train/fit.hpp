@@ -158,6 +158,7 @@ struct training_target {
 
 template <class Model, class LossCall>
 training_target training_target_of(Model& model, LossCall& loss) {
+  static_assert(!std::is_const_v<Model>, "xquant: fit and evaluate name the model's layers; they need a non-const model");
   return {as_layer_ref(model),
           [](void* m, const var& x) -> var { return (*static_cast<Model*>(m))(x); },
           &loss,

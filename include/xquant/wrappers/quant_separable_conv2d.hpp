@@ -32,6 +32,7 @@
 
 #include "../core/children.hpp"
 #include "../core/layer.hpp"
+#include "../core/layer_ref.hpp"
 #include "../core/random.hpp"
 #include "../core/shape_check.hpp"
 #include "../layers/conv2d.hpp"
@@ -73,9 +74,7 @@ class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, Depth
   }
   /// Sets the path, renaming the parameters and the quantizers ("net/sep/pointwise_quantizer").
   void set_path(std::string p) {
-    for_each_child(*this, [&](auto& q, const std::string& child) {
-      if constexpr (has_set_path_v<std::remove_reference_t<decltype(q)>>) q.set_path(p + "/" + child);
-    });
+    detail::set_child_paths(as_layer_ref(*this), p);
     base::set_path(std::move(p));
   }
 

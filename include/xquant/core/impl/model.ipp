@@ -34,6 +34,7 @@ XQ_DECL std::vector<parameter_ptr> parameters(layer_ref model) {
   return out;
 }
 
+/// `reachable_from`'s recursion: `l` at `path`.
 XQ_DECL void add_reachable(layer_ref l, const std::string& path, reachable_layers& r) {
   const layer_ops& o = *l.ops;
   if (o.quantizer) r.add(o.quantizer(l.object));
@@ -44,6 +45,12 @@ XQ_DECL void add_reachable(layer_ref l, const std::string& path, reachable_layer
   } else {
     r.add(l.object);
   }
+}
+
+XQ_DECL reachable_layers reachable_from(layer_ref model) {
+  reachable_layers r;
+  add_reachable(model, "", r);
+  return r;
 }
 
 XQ_DECL std::vector<std::string> layer_paths(layer_ref model) {

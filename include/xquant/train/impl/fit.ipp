@@ -51,8 +51,7 @@ XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts) 
 /// `pass()` under the reachability check of the model `target` holds (core/model.hpp's checked_calls).
 template <class Pass>
 var checked_calls(const training_target& target, Pass&& pass) {
-  reachable_layers reachable;
-  add_reachable(target.model, "", reachable);
+  const reachable_layers reachable = reachable_from(target.model);
   return with_reachability_check(reachable, std::forward<Pass>(pass));
 }
 
