@@ -34,6 +34,7 @@
 /// \endcode
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -95,6 +96,15 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   void set_range(vector lo, vector hi);
   /// Throws argument_error (naming path()) unless `set_range(lo, hi)` would accept them.
   void check_range(const vector& lo, const vector& hi) const;
+
+  /// The integer grid of the inference call on a tensor with `channels` channels (1: per
+  /// tensor), from the stored range: what deployment writes and computes with
+  /// (quantization_grid.hpp).
+  XQ_DECL quantization_grid grid(std::size_t channels = 1) const;
+  /// The inference call's output on `x` (the stored range, nothing updated), without a tape.
+  XQ_DECL tensor fake_quantize(const tensor& x) const;
+  /// The same as integers on `grid(...)`: the q with output = (q - zero_point) * scale.
+  XQ_DECL std::vector<std::int32_t> integers(const tensor& x) const;
 
   /// Training batches observed since the last reset or configure.
   std::size_t batches_seen() const noexcept { return batches_; }

@@ -20,6 +20,7 @@
 #include "../core/error.hpp"
 #include "../core/tensor.hpp"
 #include "../kernels/channel_layout.hpp"
+#include "quantization_grid.hpp"
 #include "quantizer_config.hpp"
 
 namespace xq {
@@ -42,6 +43,12 @@ class quantizer_numerics {
   virtual quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l,
                                   const vector& min, const vector& max, bool with_gradient,
                                   const std::string& where) const = 0;
+
+  /// The integer grid `apply` rounds onto with this range, for a tensor with `channels`
+  /// channels (1 per tensor): what an exporter writes for DequantizeLinear and what the
+  /// integer engine computes on (quantization_grid.hpp). Errors name `where`.
+  virtual quantization_grid grid(const quantizer_config& c, std::size_t channels, const vector& min,
+                                 const vector& max, const std::string& where) const = 0;
 
  protected:
   /// Runs `f`; an argument_error from an operator is rethrown naming `where` (and the operator).

@@ -16,6 +16,8 @@ class tf_fake_quant_numerics final : public quantizer_numerics {
 
   XQ_DECL quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout&, const vector& min,
                          const vector& max, bool with_gradient, const std::string& where) const override;
+  XQ_DECL quantization_grid grid(const quantizer_config& c, std::size_t channels, const vector& min,
+                                 const vector& max, const std::string& where) const override;
 };
 
 }  // namespace xq

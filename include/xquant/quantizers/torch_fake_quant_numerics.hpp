@@ -26,6 +26,8 @@ class torch_fake_quant_numerics final : public quantizer_numerics {
 
   XQ_DECL quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l, const vector& min,
                          const vector& max, bool with_gradient, const std::string& where) const override;
+  XQ_DECL quantization_grid grid(const quantizer_config& c, std::size_t channels, const vector& min,
+                                 const vector& max, const std::string& where) const override;
 };
 
 }  // namespace xq

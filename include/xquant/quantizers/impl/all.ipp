@@ -12,6 +12,7 @@
 #include "model_quantizers.ipp"
 #include "moving_average_quantizer.ipp"
 #include "noop_quantizer.ipp"
+#include "quantization_grid.ipp"
 #include "quantizer_config.ipp"
 #include "quantizer_layer.ipp"
 #include "quantizer_metrics.ipp"

@@ -141,6 +141,24 @@ XQ_DECL var fake_quantizer::quantize(const var& x) {
   return emit(x, std::move(out.y), std::move(out.input_gradient));
 }
 
+XQ_DECL quantization_grid fake_quantizer::grid(std::size_t channels) const {
+  vector lo = min(), hi = max();
+  tracker_->current(config_, config_.per_channel ? channels : 1, lo, hi);
+  return numerics_->grid(config_, config_.per_channel ? channels : 1, lo, hi, path());
+}
+
+XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
+  const kernels::channel_layout l = layout_of(x);
+  vector lo = min(), hi = max();
+  tracker_->current(config_, l.channels, lo, hi);
+  return numerics_->apply(config_, x, l, lo, hi, false, path()).y;
+}
+
+XQ_DECL std::vector<std::int32_t> fake_quantizer::integers(const tensor& x) const {
+  const kernels::channel_layout l = layout_of(x);
+  return grid_integers(grid(l.channels), fake_quantize(x), path());
+}
+
 XQ_DECL vector fake_quantizer::to_vector(const tensor& t) {
   vector v = vector::from_shape({t.size()});
   std::copy(t.begin(), t.end(), v.begin());

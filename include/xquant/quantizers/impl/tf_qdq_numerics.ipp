@@ -2,6 +2,8 @@
 /// \file tf_qdq_numerics.ipp
 /// tf_qdq_numerics' code (quantizers/tf_qdq_numerics.hpp).
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -33,6 +35,30 @@ XQ_DECL quantized_output tf_qdq_numerics::apply(const quantizer_config& c, const
       return tf::quantize_and_dequantize_v4_gradient(dy, x, lo, hi, o);
     };
   return out;
+}
+
+XQ_DECL quantization_grid tf_qdq_numerics::grid(const quantizer_config& c, std::size_t channels,
+                                                const vector& min, const vector& max,
+                                                const std::string& where) const {
+  if (c.num_bits > 31)
+    throw argument_error(where, "num_bits <= 31 to deploy (an int32 grid)", detail::concat(c.num_bits));
+  quantization_grid g;
+  g.num_bits = c.num_bits;
+  g.per_channel = c.per_channel;
+  g.channel_axis = c.channel_axis;
+  g.qmin = -(std::int32_t(1) << (c.num_bits - 1)) + (c.narrow_range ? 1 : 0);
+  g.qmax = (std::int32_t(1) << (c.num_bits - 1)) - 1;
+  const std::size_t n = c.per_channel ? channels : 1;
+  if (min.size() != n || max.size() != n)
+    throw argument_error(where, detail::concat(n, " range values"), detail::concat(min.size(), " and ", max.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    // TF's step: the larger-magnitude side sets it (ComputeQuantizationRange); an empty
+    // range [0, 0] maps everything to 0 and any step will do.
+    const tf::qdq_range r = tf::compute_quantization_range(true, c.num_bits, c.narrow_range, min(i), max(i));
+    g.scale.push_back(r.inverse_scale > 0 ? r.inverse_scale : 1.0f);
+    g.zero_point.push_back(0);
+  }
+  return g;
 }
 
 }  // namespace xq

@@ -79,4 +79,32 @@ XQ_DECL quantized_output torch_fake_quant_numerics::apply(const quantizer_config
   return {std::move(r.y), masked_gradient(std::move(r.mask), false)};
 }
 
+XQ_DECL quantization_grid torch_fake_quant_numerics::grid(const quantizer_config& c, std::size_t channels,
+                                                          const vector& min, const vector& max,
+                                                          const std::string& where) const {
+  const torch::observer_options o = observer_options_for(c);
+  const torch::quant_range q =
+      at(where, [&] { return torch::calculate_qmin_qmax(o.quant_min, o.quant_max, o.type, o.reduce_range); });
+  quantization_grid g;
+  g.num_bits = c.num_bits;
+  g.per_channel = c.per_channel;
+  g.channel_axis = c.channel_axis;
+  g.qmin = std::int32_t(q.quant_min);
+  g.qmax = std::int32_t(q.quant_max);
+  const std::size_t n = c.per_channel ? channels : 1;
+  if (c.per_channel && min.size() == 0) {  // no batch yet: scale 1, zero point 0 (as apply)
+    g.scale.assign(n, 1.0f);
+    g.zero_point.assign(n, 0);
+    return g;
+  }
+  const torch::qparams p = at(where, [&] { return torch::calculate_qparams(min, max, o); });
+  if (p.scale.size() != n)
+    throw argument_error(where, detail::concat(n, " range values"), detail::concat(p.scale.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    g.scale.push_back(p.scale(i));
+    g.zero_point.push_back(std::int32_t(p.zero_point(i)));
+  }
+  return g;
+}
+
 }  // namespace xq

@@ -1,0 +1,32 @@
+#pragma once
+/// \file binary_gemm.hpp
+/// The binary engine's product (Larq's compute engine, "XNOR-popcount"): with ±1 values
+/// packed one bit each (bit 1 = -1, bit 0 = +1, as LCE packs them), the dot product of
+/// two length-K vectors is
+///
+///   sum_k a_k * b_k = K - 2 * popcount(a XOR b)
+///
+/// because a product is -1 exactly where the bits differ. Rows are whole 64-bit words;
+/// the bits past K in a row's last word are 0 in both operands, so they never differ.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../config.hpp"
+
+namespace xq::deploy {
+
+/// C[i][j] = k - 2 * popcount(A[i] xor B[j]) over `words` words per row: A is m rows,
+/// B is n rows (each row one output channel's packed weights), C is m x n.
+XQ_DECL void binary_gemm_reference(std::size_t m, std::size_t n, std::size_t words, std::int32_t k,
+                                   const std::uint64_t* a, const std::uint64_t* b, std::int32_t* c);
+
+/// The fast kernel: the same integers.
+XQ_DECL void binary_gemm(std::size_t m, std::size_t n, std::size_t words, std::int32_t k, const std::uint64_t* a,
+                         const std::uint64_t* b, std::int32_t* c);
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/binary_gemm.ipp"
+#endif

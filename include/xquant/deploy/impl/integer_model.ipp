@@ -1,0 +1,545 @@
+#pragma once
+/// \file integer_model.ipp
+/// The integer engine's operations (deploy/integer_model.hpp).
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../core/tape.hpp"
+#include "../../core/var.hpp"
+#include "../../layers/conv2d.hpp"
+#include "../../layers/dense.hpp"
+#include "../../layers/depthwise_conv2d.hpp"
+#include "../binary_gemm.hpp"
+#include "../integer_model.hpp"
+
+namespace xq::deploy {
+
+XQ_DECL const char* to_string(value_kind k) noexcept {
+  switch (k) {
+    case value_kind::real: return "real";
+    case value_kind::integer: return "integer";
+    case value_kind::accumulator: return "accumulator";
+    case value_kind::bits: return "bits";
+  }
+  return "?";
+}
+
+XQ_DECL std::size_t engine_tensor::elements() const noexcept {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  return n;
+}
+
+XQ_DECL tensor engine_tensor::to_real() const {
+  tensor t = tensor::from_shape(shape);
+  float* out = t.data();
+  const std::size_t n = elements();
+  switch (kind) {
+    case value_kind::real: std::copy(real.begin(), real.end(), out); break;
+    case value_kind::integer:
+      for (std::size_t i = 0; i < n; ++i) out[i] = float(integer[i]) * scale;
+      break;
+    case value_kind::accumulator:
+      for (std::size_t i = 0; i < n; ++i) out[i] = float(accumulator[i]);
+      break;
+    case value_kind::bits: {
+      const std::size_t c = channels(), w = words_per_pixel();
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t p = i / c, k = i % c;
+        out[i] = (bits[p * w + k / 64] >> (k % 64)) & 1u ? -1.0f : 1.0f;
+      }
+      break;
+    }
+  }
+  return t;
+}
+
+XQ_DECL std::vector<std::int32_t> engine_tensor::integers() const {
+  if (kind != value_kind::integer)
+    throw argument_error("engine_tensor::integers", "an integer tensor", std::string("a ") + to_string(kind) + " one");
+  std::vector<std::int32_t> q(integer.size());
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = std::int32_t(integer[i]) + zero_point;
+  return q;
+}
+
+XQ_DECL std::size_t window_geometry::output_extent(std::size_t in, int a) const noexcept {
+  const std::size_t padded = in + pads[std::size_t(a)] + pads[std::size_t(a) + 2];
+  const std::size_t extent = (window[std::size_t(a)] - 1) * dilation[std::size_t(a)] + 1;
+  return padded >= extent ? (padded - extent) / strides[std::size_t(a)] + 1 : 0;
+}
+
+namespace detail {
+
+inline std::string window_string(const window_geometry& g) {
+  std::ostringstream s;
+  s << g.window[0] << "x" << g.window[1] << " stride " << g.strides[0] << "x" << g.strides[1];
+  if (g.dilation[0] != 1 || g.dilation[1] != 1) s << " dilation " << g.dilation[0] << "x" << g.dilation[1];
+  if (g.pads[0] || g.pads[1] || g.pads[2] || g.pads[3])
+    s << " pads " << g.pads[0] << "," << g.pads[1] << "," << g.pads[2] << "," << g.pads[3];
+  return s.str();
+}
+
+inline const engine_tensor& input_of(const std::vector<engine_tensor>& values, const lowered_op& op, value_kind k) {
+  const engine_tensor& t = values.at(op.inputs.at(0));
+  if (t.kind != k)
+    throw argument_error(op.path + " (" + op.kind() + ")", std::string("a ") + to_string(k) + " input",
+                         std::string("a ") + to_string(t.kind) + " one");
+  return t;
+}
+
+/// Rows of im2col over a centred int16 NHWC input (padding is centred 0 = real 0):
+/// one row per output pixel, KH * KW * C columns, row stride `lda` (>= K).
+inline void im2col_s16(const engine_tensor& x, const window_geometry& g, std::size_t oh, std::size_t ow,
+                       std::size_t lda, std::vector<std::int16_t>& cols) {
+  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  const std::size_t kh = g.window[0], kw = g.window[1];
+  cols.assign(n * oh * ow * lda, 0);
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j) {
+        std::int16_t* row = cols.data() + ((b * oh + i) * ow + j) * lda;
+        for (std::size_t u = 0; u < kh; ++u) {
+          const long y = long(i * g.strides[0] + u * g.dilation[0]) - long(g.pads[0]);
+          for (std::size_t v = 0; v < kw; ++v) {
+            const long xx = long(j * g.strides[1] + v * g.dilation[1]) - long(g.pads[1]);
+            std::int16_t* dst = row + (u * kw + v) * c;
+            if (y < 0 || y >= long(h) || xx < 0 || xx >= long(w)) continue;  // zeros
+            const std::int16_t* src = x.integer.data() + ((b * h + std::size_t(y)) * w + std::size_t(xx)) * c;
+            std::copy(src, src + c, dst);
+          }
+        }
+      }
+}
+
+}  // namespace detail
+
+// --- quantize / dequantize ---------------------------------------------------------
+
+XQ_DECL void quantize_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = detail::input_of(values, *this, value_kind::real);
+  tensor t = tensor::from_shape(x.shape);
+  std::copy(x.real.begin(), x.real.end(), t.data());
+  const quantization_grid g = quantizer.grid(1);
+  const std::vector<std::int32_t> q = quantizer.integers(t);
+  engine_tensor y;
+  y.kind = value_kind::integer;
+  y.shape = x.shape;
+  y.scale = g.scale[0];
+  y.zero_point = g.zero_point[0];
+  y.qmin = g.qmin;
+  y.qmax = g.qmax;
+  y.integer.resize(q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) y.integer[i] = std::int16_t(q[i] - y.zero_point);
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string quantize_op::describe() const { return "quantize " + xq::describe(quantizer.grid(1)); }
+
+XQ_DECL void dequantize_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = detail::input_of(values, *this, value_kind::integer);
+  engine_tensor y;
+  y.shape = x.shape;
+  y.real.resize(x.integer.size());
+  for (std::size_t i = 0; i < y.real.size(); ++i) y.real[i] = float(x.integer[i]) * x.scale;
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string dequantize_op::describe() const { return "dequantize"; }
+
+// --- integer conv / depthwise / dense ------------------------------------------------
+
+XQ_DECL const char* integer_linear_op::kind() const noexcept {
+  switch (shape_form) {
+    case form::conv2d: return "conv2d";
+    case form::depthwise_conv2d: return "depthwise_conv2d";
+    case form::dense: break;
+  }
+  return "dense";
+}
+
+XQ_DECL void integer_linear_op::prepare() {
+  if (shape_form == form::depthwise_conv2d) return;  // direct loops
+  const std::size_t k = weights.size() / out_channels;
+  packed = packed_s16_matrix(weights.data(), k, out_channels);
+}
+
+XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
+  const engine_tensor& x = detail::input_of(values, *this, value_kind::integer);
+  const std::size_t f = out_channels;
+  std::vector<std::int32_t> acc;
+  std::vector<std::size_t> out_shape;
+  std::size_t rows = 0;
+  if (shape_form == form::dense) {
+    // Keras Dense: the last axis, every other axis a row.
+    const std::size_t k = in_channels;
+    if (x.channels() != k)
+      throw argument_error(path + " (dense)", xq::detail::concat("inputs with ", k, " features on the last axis"),
+                           xq::detail::concat(x.channels()));
+    rows = x.elements() / k;
+    acc.resize(rows * f);
+    const std::int32_t* b = bias.empty() ? nullptr : bias.data();
+    if (o.reference_kernels)
+      gemm_s16_reference(rows, f, k, x.integer.data(), k, weights.data(), b, acc.data());
+    else
+      gemm_s16(rows, x.integer.data(), k, packed, b, acc.data());
+    out_shape = x.shape;
+    out_shape.back() = f;
+  } else {
+    const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+    const std::size_t oh = geometry.output_extent(h, 0), ow = geometry.output_extent(w, 1);
+    rows = n * oh * ow;
+    out_shape = {n, oh, ow, f};
+    acc.resize(rows * f);
+    if (shape_form == form::conv2d) {
+      const std::size_t k = geometry.window[0] * geometry.window[1] * c;
+      std::vector<std::int16_t> cols;
+      detail::im2col_s16(x, geometry, oh, ow, k, cols);
+      const std::int32_t* b = bias.empty() ? nullptr : bias.data();
+      if (o.reference_kernels)
+        gemm_s16_reference(rows, f, k, cols.data(), k, weights.data(), b, acc.data());
+      else
+        gemm_s16(rows, cols.data(), k, packed, b, acc.data());
+    } else {  // depthwise: output channel ch * M + m reads input channel ch
+      const std::size_t m = depth_multiplier, kh = geometry.window[0], kw = geometry.window[1];
+      for (std::size_t b = 0; b < n; ++b)
+        for (std::size_t i = 0; i < oh; ++i)
+          for (std::size_t j = 0; j < ow; ++j) {
+            std::int32_t* out = acc.data() + ((b * oh + i) * ow + j) * f;
+            for (std::size_t q = 0; q < f; ++q) out[q] = bias.empty() ? 0 : bias[q];
+            for (std::size_t u = 0; u < kh; ++u) {
+              const long y = long(i * geometry.strides[0] + u * geometry.dilation[0]) - long(geometry.pads[0]);
+              if (y < 0 || y >= long(h)) continue;
+              for (std::size_t v = 0; v < kw; ++v) {
+                const long xx = long(j * geometry.strides[1] + v * geometry.dilation[1]) - long(geometry.pads[1]);
+                if (xx < 0 || xx >= long(w)) continue;
+                const std::int16_t* px = x.integer.data() + ((b * h + std::size_t(y)) * w + std::size_t(xx)) * c;
+                const std::int16_t* wk = weights.data() + (u * kw + v) * c * m;
+                for (std::size_t ch = 0; ch < c; ++ch)
+                  for (std::size_t mm = 0; mm < m; ++mm)
+                    out[ch * m + mm] += std::int32_t(px[ch]) * std::int32_t(wk[ch * m + mm]);
+              }
+            }
+          }
+    }
+  }
+  engine_tensor y;
+  y.shape = out_shape;
+  if (integer_output) {
+    y.kind = value_kind::integer;
+    y.scale = out_scale;
+    y.zero_point = out_zero_point;
+    y.qmin = out_qmin;
+    y.qmax = out_qmax;
+    y.integer.resize(acc.size());
+    if (float_bias) {
+      const float inverse = 1.0f / out_scale;
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t q = 0; q < f; ++q) {
+          const float v = (float(acc[r * f + q]) * real_scale[q] + real_bias[q]) * inverse;
+          const long z = std::lrint(std::max(-1e9f, std::min(1e9f, v))) + out_zero_point;
+          y.integer[r * f + q] = static_cast<std::int16_t>(std::max<long>(out_qmin, std::min<long>(out_qmax, z)) - out_zero_point);
+        }
+    } else {
+      requant.apply(acc.data(), rows, out_zero_point, out_qmin, out_qmax, y.integer.data());
+    }
+  } else {
+    y.kind = value_kind::real;
+    y.real.resize(acc.size());
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t q = 0; q < f; ++q)
+        y.real[r * f + q] = float(acc[r * f + q]) * real_scale[q] + real_bias[q];
+  }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string integer_linear_op::describe() const {
+  std::ostringstream s;
+  s << kind() << " " << in_channels << "->" << out_channels;
+  if (shape_form != form::dense) s << " " << detail::window_string(geometry);
+  s << (integer_output && float_bias ? ", float bias" : bias.empty() ? ", no bias" : ", int32 bias");
+  if (integer_output)
+    s << ", requantized (" << (float_bias ? "float_multiplier" : to_string(requant.scheme())) << ") to scale " << out_scale << " zero point "
+      << out_zero_point << " [" << out_qmin << ", " << out_qmax << "]";
+  else
+    s << ", float output";
+  return s.str();
+}
+
+// --- pooling, relu, reshape, batch norm ----------------------------------------------
+
+namespace detail {
+
+template <class T>
+void max_pool_nhwc(const std::vector<T>& in, const std::vector<std::size_t>& shape, const window_geometry& g,
+                   std::size_t oh, std::size_t ow, std::vector<T>& out) {
+  const std::size_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
+  out.assign(n * oh * ow * c, std::numeric_limits<T>::lowest());
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j) {
+        T* o = out.data() + ((b * oh + i) * ow + j) * c;
+        for (std::size_t u = 0; u < g.window[0]; ++u) {
+          const long y = long(i * g.strides[0] + u) - long(g.pads[0]);
+          if (y < 0 || y >= long(h)) continue;
+          for (std::size_t v = 0; v < g.window[1]; ++v) {
+            const long xx = long(j * g.strides[1] + v) - long(g.pads[1]);
+            if (xx < 0 || xx >= long(w)) continue;
+            const T* p = in.data() + ((b * h + std::size_t(y)) * w + std::size_t(xx)) * c;
+            for (std::size_t q = 0; q < c; ++q) o[q] = std::max(o[q], p[q]);
+          }
+        }
+      }
+}
+
+}  // namespace detail
+
+XQ_DECL void max_pool_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = values.at(inputs.at(0));
+  if (x.shape.size() != 4 || x.kind == value_kind::bits)
+    throw argument_error(path + " (max_pool2d)", "a rank-4 real, integer or accumulator tensor",
+                         std::string("a ") + to_string(x.kind) + " tensor of rank " + std::to_string(x.shape.size()));
+  const std::size_t oh = geometry.output_extent(x.shape[1], 0), ow = geometry.output_extent(x.shape[2], 1);
+  engine_tensor y = x;  // grid and kind carried over
+  y.shape = {x.shape[0], oh, ow, x.shape[3]};
+  switch (x.kind) {
+    case value_kind::real: detail::max_pool_nhwc(x.real, x.shape, geometry, oh, ow, y.real); break;
+    case value_kind::integer: detail::max_pool_nhwc(x.integer, x.shape, geometry, oh, ow, y.integer); break;
+    case value_kind::accumulator:
+      detail::max_pool_nhwc(x.accumulator, x.shape, geometry, oh, ow, y.accumulator);
+      break;
+    case value_kind::bits: break;
+  }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string max_pool_op::describe() const { return "max_pool2d " + detail::window_string(geometry); }
+
+XQ_DECL void relu_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  engine_tensor y = values.at(inputs.at(0));
+  switch (y.kind) {
+    case value_kind::real:
+      for (float& v : y.real) v = v > 0.0f ? v : 0.0f;
+      break;
+    case value_kind::integer:
+      for (std::int16_t& v : y.integer) v = std::max<std::int16_t>(v, 0);
+      break;
+    case value_kind::accumulator:
+      for (std::int32_t& v : y.accumulator) v = std::max<std::int32_t>(v, 0);
+      break;
+    case value_kind::bits:
+      throw argument_error(path + " (relu)", "a real, integer or accumulator tensor", "bits");
+  }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string relu_op::describe() const { return "relu"; }
+
+XQ_DECL void reshape_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  engine_tensor y = values.at(inputs.at(0));
+  std::size_t per_sample = 1;
+  for (std::size_t d : target) per_sample *= d;
+  const std::size_t n = y.shape.empty() ? 0 : y.shape[0];
+  if (y.kind == value_kind::bits || per_sample * n != y.elements())
+    throw argument_error(path + " (reshape)", xq::detail::concat(per_sample, " elements per sample, not bits"),
+                         xq::detail::concat(y.elements() / std::max<std::size_t>(n, 1), " per sample of a ",
+                                        to_string(y.kind), " tensor"));
+  y.shape = {n};
+  y.shape.insert(y.shape.end(), target.begin(), target.end());
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string reshape_op::describe() const {
+  std::ostringstream s;
+  s << "reshape to (N";
+  for (std::size_t d : target) s << ", " << d;
+  s << ")";
+  return s.str();
+}
+
+XQ_DECL void batch_norm_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = values.at(inputs.at(0));
+  if (x.kind != value_kind::real && x.kind != value_kind::accumulator)
+    throw argument_error(path + " (batch_norm)", "a real or accumulator tensor", to_string(x.kind));
+  engine_tensor y;
+  y.shape = x.shape;
+  const std::size_t c = mean.size(), n = x.elements();
+  y.real.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x.kind == value_kind::real ? x.real[i] : float(x.accumulator[i]);
+    y.real[i] = (v - mean[i % c]) * scale[i % c] + offset[i % c];
+  }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string batch_norm_op::describe() const {
+  return xq::detail::concat("batch_norm (", mean.size(), " channels, float)");
+}
+
+// --- binary --------------------------------------------------------------------------
+
+XQ_DECL void sign_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = values.at(inputs.at(0));
+  engine_tensor y;
+  y.kind = value_kind::bits;
+  y.shape = x.shape;
+  const std::size_t c = y.channels(), wpp = y.words_per_pixel(), pixels = c ? x.elements() / c : 0;
+  y.bits.assign(pixels * wpp, 0);
+  for (std::size_t p = 0; p < pixels; ++p)
+    for (std::size_t k = 0; k < c; ++k) {
+      const std::size_t i = p * c + k;
+      const float v = x.kind == value_kind::real         ? x.real[i]
+                      : x.kind == value_kind::accumulator ? float(x.accumulator[i])
+                                                          : float(x.integer[i]);
+      // -1 only for a negative normal number: TF reads denormals as 0, and sign(0) = +1.
+      if (v <= -FLT_MIN) y.bits[p * wpp + k / 64] |= std::uint64_t(1) << (k % 64);
+    }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string sign_op::describe() const { return "sign (Larq: x >= 0 -> +1), bit-packed"; }
+
+XQ_DECL void binary_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
+  const engine_tensor& x = detail::input_of(values, *this, value_kind::bits);
+  const std::size_t wpp = x.words_per_pixel();
+  engine_tensor y;
+  y.kind = value_kind::accumulator;
+  std::vector<std::uint64_t> cols;
+  std::size_t rows = 0;
+  const std::uint64_t* a = nullptr;
+  std::int32_t k = 0;
+  if (dense) {
+    rows = x.shape[0];
+    a = x.bits.data();
+    k = std::int32_t(in_channels);
+    y.shape = {rows, out_channels};
+  } else {
+    const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2];
+    const std::size_t oh = geometry.output_extent(h, 0), ow = geometry.output_extent(w, 1);
+    const std::size_t kh = geometry.window[0], kw = geometry.window[1];
+    rows = n * oh * ow;
+    cols.assign(rows * words_per_row, 0);  // padding: zero bits, i.e. +1 (pad_values = 1)
+    for (std::size_t b = 0; b < n; ++b)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j) {
+          std::uint64_t* row = cols.data() + ((b * oh + i) * ow + j) * words_per_row;
+          for (std::size_t u = 0; u < kh; ++u) {
+            const long yy = long(i * geometry.strides[0] + u * geometry.dilation[0]) - long(geometry.pads[0]);
+            for (std::size_t v = 0; v < kw; ++v) {
+              const long xx = long(j * geometry.strides[1] + v * geometry.dilation[1]) - long(geometry.pads[1]);
+              if (yy < 0 || yy >= long(h) || xx < 0 || xx >= long(w)) continue;
+              const std::uint64_t* src = x.bits.data() + ((b * h + std::size_t(yy)) * w + std::size_t(xx)) * wpp;
+              std::copy(src, src + wpp, row + (u * kw + v) * wpp);
+            }
+          }
+        }
+    a = cols.data();
+    k = std::int32_t(kh * kw * in_channels);
+    y.shape = {n, oh, ow, out_channels};
+  }
+  y.accumulator.resize(rows * out_channels);
+  if (o.reference_kernels)
+    binary_gemm_reference(rows, out_channels, words_per_row, k, a, weights.data(), y.accumulator.data());
+  else
+    binary_gemm(rows, out_channels, words_per_row, k, a, weights.data(), y.accumulator.data());
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string binary_linear_op::describe() const {
+  std::ostringstream s;
+  s << kind() << " " << in_channels << "->" << out_channels;
+  if (!dense) s << " " << detail::window_string(geometry) << " (+1 padding)";
+  s << ", XNOR-popcount into int32";
+  return s.str();
+}
+
+// --- float layers --------------------------------------------------------------------
+
+XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = detail::input_of(values, *this, value_kind::real);
+  tensor in = tensor::from_shape(x.shape);
+  std::copy(x.real.begin(), x.real.end(), in.data());
+  const xq::no_grad scope;
+  const var xv(std::move(in)), kv(kernel), bv = has_bias ? var(bias) : var();
+  const var* b = has_bias ? &bv : nullptr;
+  var y;
+  if (dense) {
+    y = ops::matmul_bias(xv, kv, b, path);
+  } else {
+    conv2d_geometry g;
+    g.strides = strides;
+    g.dilation = dilation;
+    g.padding = padding ? xq::padding::same : xq::padding::valid;
+    y = depthwise ? ops::depthwise_conv2d(xv, kv, b, g, path) : ops::conv2d(xv, kv, b, g, path);
+  }
+  engine_tensor out;
+  out.shape.assign(y.value().shape().begin(), y.value().shape().end());
+  out.real.assign(y.value().begin(), y.value().end());
+  values[output] = std::move(out);
+}
+
+XQ_DECL std::string real_linear_op::describe() const {
+  std::ostringstream s;
+  s << kind() << " kernel " << xq::detail::shape_string(kernel.shape()) << (has_bias ? " + bias" : "") << " (float32)";
+  return s.str();
+}
+
+// --- the model -----------------------------------------------------------------------
+
+XQ_DECL std::vector<engine_tensor> integer_model::run_all(const tensor& x, const run_options& o) const {
+  if (x.dimension() != input_shape.size() + 1 ||
+      !std::equal(input_shape.begin(), input_shape.end(), x.shape().begin() + 1))
+    throw argument_error("integer_model::run",
+                         "an input of shape (N" + [&] {
+                           std::string s;
+                           for (std::size_t d : input_shape) s += ", " + std::to_string(d);
+                           return s;
+                         }() + ")",
+                         xq::detail::shape_string(x.shape()));
+  std::vector<engine_tensor> values(value_count);
+  engine_tensor& in = values.at(input_value);
+  in.shape.assign(x.shape().begin(), x.shape().end());
+  in.real.assign(x.begin(), x.end());
+  for (const auto& op : ops) op->run(values, o);
+  return values;
+}
+
+XQ_DECL tensor integer_model::run(const tensor& x, const run_options& o) const {
+  return run_all(x, o).at(output_value).to_real();
+}
+
+XQ_DECL std::string integer_model::summary() const {
+  std::ostringstream s;
+  s << "integer model: " << ops.size() << " ops, requantization " << to_string(scheme) << ", "
+    << weight_bytes() << " bytes of weights\n";
+  for (const auto& op : ops) {
+    s << "  %" << op->output << " = " << op->kind() << "(";
+    for (std::size_t i = 0; i < op->inputs.size(); ++i) s << (i ? ", %" : "%") << op->inputs[i];
+    s << ")  " << op->path << ": " << op->describe() << "\n";
+  }
+  return s.str();
+}
+
+XQ_DECL std::size_t integer_model::weight_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& op : ops) {
+    if (auto* l = dynamic_cast<const integer_linear_op*>(op.get()))
+      bytes += l->weights.size() + l->bias.size() * 4;  // int8 on disk and in a runtime
+    else if (auto* b = dynamic_cast<const binary_linear_op*>(op.get()))
+      bytes += b->weights.size() * 8;
+    else if (auto* r = dynamic_cast<const real_linear_op*>(op.get()))
+      bytes += (r->kernel.size() + (r->has_bias ? r->bias.size() : 0)) * 4;
+  }
+  return bytes;
+}
+
+}  // namespace xq::deploy

@@ -1,0 +1,576 @@
+#pragma once
+/// \file lower.ipp
+/// Lowering a traced model to the integer engine's ops (deploy/lower.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../core/tape.hpp"
+#include "../../kernels/channel_layout.hpp"
+#include "../../kernels/padding.hpp"
+#include "../../wrappers/batch_norm_folding.hpp"
+#include "../lower.hpp"
+
+namespace xq::deploy::detail {
+
+/// The batch norm's inference arithmetic, as xq::ops::batch_norm computes it: y = (x - mean)
+/// * scale + offset with scale = gamma * float(1 / sqrt(double(variance) + epsilon)).
+struct norm_affine {
+  std::vector<float> mean, scale, offset;
+};
+
+inline norm_affine affine_of(const batch_norm& bn, const std::string& where) {
+  if (!bn.moving_mean()) throw argument_error(where, "a built batch_norm", "one never called");
+  const std::size_t c = bn.moving_mean()->value.size();
+  norm_affine a;
+  for (std::size_t i = 0; i < c; ++i) {
+    const float inv_std = static_cast<float>(
+        1.0 / std::sqrt(static_cast<double>(bn.moving_variance()->value.data()[i]) + static_cast<double>(bn.epsilon())));
+    a.mean.push_back(bn.moving_mean()->value.data()[i]);
+    a.scale.push_back((bn.gamma() ? bn.gamma()->value.data()[i] : 1.0f) * inv_std);
+    a.offset.push_back(bn.beta() ? bn.beta()->value.data()[i] : 0.0f);
+  }
+  return a;
+}
+
+inline bool same_grid(const engine_tensor& meta, const quantization_grid& g) {
+  return meta.kind == value_kind::integer && meta.scale == g.scale[0] && meta.zero_point == g.zero_point[0] &&
+         meta.qmin == g.qmin && meta.qmax == g.qmax;
+}
+
+class lowering {
+ public:
+  lowering(const graph_trace& g, const layer_table& t, const lower_options& o) : g_(g), t_(t), o_(o) {
+    model_.scheme = o.requant;
+    std::unordered_map<std::string, std::size_t> seen;
+    for (const traced_call& c : g.calls()) occurrence_.push_back(c.function ? 0 : seen[c.path]++);
+  }
+
+  integer_model run(const variable_state* input, const variable_state* output, const std::vector<std::size_t>& shape) {
+    model_.input_shape = shape;
+    engine_tensor in;
+    in.kind = value_kind::real;
+    model_.input_value = add_value(in);
+    value_of_[input] = model_.input_value;
+    const auto& calls = g_.calls();
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (skipped_.count(i)) continue;
+      lower_call(i);
+    }
+    model_.output_value = value(output, "the model's output");
+    model_.value_count = meta_.size();
+    return std::move(model_);
+  }
+
+ private:
+  // --- values ----------------------------------------------------------------------
+
+  std::size_t add_value(const engine_tensor& meta) {
+    meta_.push_back(meta);
+    return meta_.size() - 1;
+  }
+
+  std::size_t value(const variable_state* s, const std::string& who) const {
+    const auto it = value_of_.find(s);
+    if (it == value_of_.end())
+      throw argument_error(who, "an input made by a layer or an xq::ops function with a layer form",
+                           "a value computed by code the trace does not see (write it as a layer)");
+    return it->second;
+  }
+
+  template <class Op>
+  std::size_t emit(std::unique_ptr<Op> op, std::string path, std::vector<std::size_t> inputs, engine_tensor meta) {
+    op->path = std::move(path);
+    op->inputs = std::move(inputs);
+    op->output = add_value(meta);
+    const std::size_t out = op->output;
+    model_.ops.push_back(std::move(op));
+    return out;
+  }
+
+  static engine_tensor real_meta() { return engine_tensor{}; }
+  static engine_tensor kind_meta(value_kind k) {
+    engine_tensor m;
+    m.kind = k;
+    return m;
+  }
+
+  std::size_t to_real(std::size_t v, const std::string& path) {
+    switch (meta_[v].kind) {
+      case value_kind::real: return v;
+      case value_kind::integer: return emit(std::make_unique<dequantize_op>(), path, {v}, real_meta());
+      case value_kind::accumulator: {
+        auto bn = std::make_unique<batch_norm_op>();  // identity affine: the accumulator as floats
+        const std::size_t c = meta_[v].shape.empty() ? 0 : meta_[v].shape.back();
+        bn->mean.assign(c, 0.0f);
+        bn->scale.assign(c, 1.0f);
+        bn->offset.assign(c, 0.0f);
+        return emit(std::move(bn), path, {v}, real_meta());
+      }
+      case value_kind::bits: break;
+    }
+    throw argument_error(path, "a real, integer or accumulator input", "bit-packed ±1 values");
+  }
+
+  /// `v` on the grid of `q`, quantizing (and recording a parity point) if needed.
+  std::size_t to_integer(std::size_t v, const fake_quantizer& q, std::size_t call, std::size_t input) {
+    const traced_call& c = g_.calls()[call];
+    if (q.config().per_channel)
+      throw argument_error(q.path(), "a per-tensor activation quantizer (the integer engine's activations have one grid)",
+                           "a per-channel one");
+    const quantization_grid grid = q.grid(1);
+    if (grid.qmax - grid.qmin > 255 + 255 || grid.qmin - grid.zero_point[0] < -32768 ||
+        grid.qmax - grid.zero_point[0] > 32767)
+      throw argument_error(q.path(), "an activation grid of at most 9 bits", describe(grid));
+    if (!same_grid(meta_[v], grid)) {
+      v = to_real(v, c.path);
+      auto op = std::make_unique<quantize_op>();
+      op->quantizer = q;
+      op->quantizer.detach_state();
+      engine_tensor m = kind_meta(value_kind::integer);
+      m.scale = grid.scale[0];
+      m.zero_point = grid.zero_point[0];
+      m.qmin = grid.qmin;
+      m.qmax = grid.qmax;
+      v = emit(std::move(op), c.path, {v}, m);
+    }
+    model_.parity_points.push_back(parity_point{c.path + " input" + (input ? " " + std::to_string(input) : ""),
+                                                c.path, occurrence_[call], input, q.path(), v, false});
+    return v;
+  }
+
+  /// `v` as bits: Larq's sign of it (a parity point: the simulation's ±1 input).
+  std::size_t to_bits(std::size_t v, std::size_t call) {
+    const traced_call& c = g_.calls()[call];
+    if (meta_[v].kind != value_kind::bits) {
+      if (meta_[v].kind == value_kind::integer) v = to_real(v, c.path);
+      v = emit(std::make_unique<sign_op>(), c.path, {v}, kind_meta(value_kind::bits));
+    }
+    model_.parity_points.push_back(parity_point{c.path + " input (±1)", c.path, occurrence_[call], 0, "", v, true});
+    return v;
+  }
+
+  // --- the trace -------------------------------------------------------------------
+
+  const layer_info* info_of(const traced_call& c) const {
+    if (c.function) return nullptr;
+    const auto it = t_.find(c.path);
+    return it == t_.end() ? nullptr : &it->second;
+  }
+
+  std::size_t call_number(const traced_call* c) const { return std::size_t(c - g_.calls().data()); }
+
+  /// The quantizer of `sites` at the call site of call number `i`, if on.
+  const fake_quantizer* site_quantizer(const site_quantizers* sites, std::size_t i) const {
+    if (!sites || !sites->enabled()) return nullptr;
+    const std::size_t k = sites->call_sites() > 1 ? occurrence_[i] : 0;
+    const fake_quantizer& q = sites->site(k);
+    return q.enabled() ? &q : nullptr;
+  }
+
+  /// Whether an op passes a monotone rounding through unchanged and has no quantizer of its own.
+  bool commutes(const traced_call* c) const {
+    if (c->function) return c->type == "relu";
+    const layer_info* i = info_of(*c);
+    if (!i || site_quantizer(i->input, call_number(c)) || site_quantizer(i->output, call_number(c))) return false;
+    return i->what == layer_info::kind::relu || i->what == layer_info::kind::identity ||
+           i->what == layer_info::kind::flatten || i->what == layer_info::kind::reshape ||
+           i->what == layer_info::kind::max_pool;
+  }
+
+  /// The quantizer every use of `s` meets first, through commuting ops; null if a use
+  /// meets none (a model output, a float layer) or two uses meet different grids.
+  /// The calls that take `s`, but not those that give it back unchanged (dropout at
+  /// inference returns its input: its users take `s` too).
+  std::vector<const traced_call*> uses_of(const variable_state* s) const {
+    std::vector<const traced_call*> uses;
+    for (const traced_call* u : g_.consumers(s))
+      if (u->output != s) uses.push_back(u);
+    return uses;
+  }
+
+  const fake_quantizer* next_quantizer(const variable_state* s) const {
+    std::vector<const traced_call*> uses = uses_of(s);
+    while (uses.size() == 1 && commutes(uses[0])) {
+      s = uses[0]->output;
+      uses = uses_of(s);
+    }
+    if (uses.empty() || s == model_output_) return nullptr;
+    const fake_quantizer* found = nullptr;
+    for (const traced_call* u : uses) {
+      const layer_info* i = info_of(*u);
+      const fake_quantizer* q = i ? site_quantizer(i->input, call_number(u)) : nullptr;
+      if (!q || q->config().per_channel || u->inputs.size() != 1) return nullptr;
+      if (found) {
+        const quantization_grid a = found->grid(1), b = q->grid(1);
+        if (a.scale != b.scale || a.zero_point != b.zero_point || a.qmin != b.qmin || a.qmax != b.qmax) return nullptr;
+      }
+      found = q;
+    }
+    return found;
+  }
+
+ public:
+  const variable_state* model_output_ = nullptr;
+
+ private:
+  void lower_call(std::size_t i) {
+    const traced_call& c = g_.calls()[i];
+    if (c.function) {
+      if (c.type != "relu")
+        throw argument_error("xq::ops::" + c.type, "a function the integer engine has (relu)",
+                             "a call of xq::ops::" + c.type + " in the forward code");
+      std::size_t v = value(c.inputs.at(0), c.describe());
+      if (meta_[v].kind == value_kind::bits) v = to_real(v, "xq::ops::relu");
+      const engine_tensor m = meta_[v];  // a relu keeps the grid
+      value_of_[c.output] = emit(std::make_unique<relu_op>(), "xq::ops::relu", {v}, m);
+      return;
+    }
+    const layer_info* info = info_of(c);
+    if (!info || info->what == layer_info::kind::none)
+      throw argument_error(c.path, "a layer the integer engine has (conv2d, depthwise_conv2d, dense, max_pool2d, "
+                                   "batch_norm, relu, flatten, reshape, dropout, Larq sign layers)",
+                           "a " + c.type + " layer");
+    std::size_t v = value(c.inputs.at(0), c.describe());
+    // An opt-in input QDQ on a layer without weights (max pooling, a batch norm): round first.
+    if (info->what != layer_info::kind::linear)
+      if (const fake_quantizer* q = site_quantizer(info->input, i)) v = to_integer(v, *q, i, 0);
+    switch (info->what) {
+      case layer_info::kind::identity: value_of_[c.output] = v; return;
+      case layer_info::kind::relu: {
+        if (meta_[v].kind == value_kind::bits) v = to_real(v, c.path);
+        engine_tensor m = meta_[v];
+        value_of_[c.output] = emit(std::make_unique<relu_op>(), c.path, {v}, m);
+        return;
+      }
+      case layer_info::kind::flatten:
+      case layer_info::kind::reshape: {
+        auto op = std::make_unique<reshape_op>();
+        const auto& s = c.output->value.shape();
+        op->target.assign(s.begin() + 1, s.end());
+        engine_tensor m = meta_[v];
+        if (m.kind == value_kind::bits) v = to_real(v, c.path), m = real_meta();
+        value_of_[c.output] = emit(std::move(op), c.path, {v}, m);
+        return;
+      }
+      case layer_info::kind::max_pool: {
+        auto op = std::make_unique<max_pool_op>();
+        const auto& s = c.inputs[0]->value.shape();
+        op->geometry = window(info->pool, info->pool_strides, {1, 1}, info->pool_padding, s[1], s[2]);
+        engine_tensor m = meta_[v];
+        if (m.kind == value_kind::bits) v = to_real(v, c.path), m = real_meta();
+        value_of_[c.output] = emit(std::move(op), c.path, {v}, m);
+        return;
+      }
+      case layer_info::kind::batch_norm: {
+        if (meta_[v].kind != value_kind::accumulator) v = to_real(v, c.path);
+        auto op = std::make_unique<batch_norm_op>();
+        norm_affine a = affine_of(*info->norm, c.path);
+        op->mean = std::move(a.mean);
+        op->scale = std::move(a.scale);
+        op->offset = std::move(a.offset);
+        value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
+        return;
+      }
+      case layer_info::kind::linear: lower_linear(i, *info, v); return;
+      case layer_info::kind::none: break;
+    }
+  }
+
+  static window_geometry window(std::array<std::size_t, 2> k, std::array<std::size_t, 2> strides,
+                                std::array<std::size_t, 2> dilation, xq::padding p, std::size_t h, std::size_t w) {
+    window_geometry g;
+    g.window = k;
+    g.strides = strides;
+    g.dilation = dilation;
+    const window_axis a = resolve_axis(h, k[0], strides[0], dilation[0], p);
+    const window_axis b = resolve_axis(w, k[1], strides[1], dilation[1], p);
+    g.pads = {a.pad_before, b.pad_before, a.pad_after, b.pad_after};
+    return g;
+  }
+
+  // --- linear layers ---------------------------------------------------------------
+
+  void lower_linear(std::size_t i, const layer_info& info, std::size_t v) {
+    const traced_call& c = g_.calls()[i];
+    if (info.larq) return lower_larq(i, info, v);
+    const fake_quantizer* iq = site_quantizer(info.input, i);
+    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
+    if (!iq || !wq) return lower_real_linear(i, info, v, wq);
+
+    v = to_integer(v, *iq, i, 0);
+    const double s_in = meta_[v].scale;
+
+    // The kernel the simulation fake-quantizes (folded: kernel * s, with its arithmetic).
+    tensor kernel = info.kernel;
+    std::vector<float> fold_scale;
+    if (info.fold) {
+      const xq::no_grad nothing_recorded;
+      const var s = ops::fold_scale(*info.fold);
+      kernel = ops::scale_channels(var(info.kernel), s, c.path).value();
+      fold_scale.assign(s.value().begin(), s.value().end());
+    }
+    const std::size_t f = info.linear_form == layer_info::form::depthwise_conv2d
+                              ? kernel.shape()[2] * kernel.shape()[3]
+                              : kernel.shape().back();
+    const kernels::channel_layout wl =
+        wq->config().per_channel ? kernels::channel_layout::of(kernel.shape(), wq->config().channel_axis, wq->path().c_str())
+                                 : kernels::channel_layout{1, 1, kernel.size()};
+    const quantization_grid wg = wq->grid(wl.channels);
+    const std::vector<std::int32_t> wq_int = wq->integers(kernel);
+
+    // Which weight channel scales output channel o: the output axis, or for a depthwise
+    // kernel (KH, KW, C, M) the input channel C (NVIDIA's axis 2) or M.
+    const long rank = long(kernel.dimension());
+    const long axis = wg.per_channel ? (wg.channel_axis < 0 ? wg.channel_axis + rank : wg.channel_axis) : -1;
+    auto weight_channel = [&](std::size_t o) -> std::size_t {
+      if (!wg.per_channel) return 0;
+      if (info.linear_form == layer_info::form::depthwise_conv2d) {
+        if (axis == 2) return o / info.depth_multiplier;
+        if (axis == 3) return o % info.depth_multiplier;
+      } else if (axis == rank - 1) {
+        return o;
+      }
+      throw argument_error(wq->path(), "a per-channel kernel grid on the output-channel axis",
+                           xq::detail::concat("axis ", wg.channel_axis, " of a kernel of shape ", xq::detail::shape_string(kernel.shape())));
+    };
+
+    // A batch norm fed by this layer alone is absorbed when the output is requantized.
+    const traced_call* norm_call = nullptr;
+    norm_affine norm;
+    const fake_quantizer* oq = site_quantizer(info.output, i);
+    const fake_quantizer* target = oq;
+    if (!oq) {
+      const auto uses = uses_of(c.output);
+      const layer_info* ni = uses.size() == 1 ? info_of(*uses[0]) : nullptr;
+      if (ni && ni->what == layer_info::kind::batch_norm && !site_quantizer(ni->input, call_number(uses[0])) &&
+          c.output != model_output_) {
+        if (const fake_quantizer* t = next_quantizer(uses[0]->output)) {
+          norm_call = uses[0];
+          norm = affine_of(*ni->norm, ni->path);
+          target = t;
+        }
+      }
+      if (!norm_call) target = next_quantizer(c.output);
+    }
+
+    // Per output channel: y = a[o] * acc + b[o] in the simulation's real units.
+    std::vector<double> a(f), b(f);
+    for (std::size_t o = 0; o < f; ++o) {
+      a[o] = s_in * double(wg.scale[weight_channel(o)]);
+      if (info.fold) a[o] /= double(fold_scale[o]);
+      b[o] = info.bias.size() ? double(info.bias.data()[o]) : 0.0;
+      if (norm_call) {
+        a[o] *= double(norm.scale[o]);
+        b[o] = (b[o] - double(norm.mean[o])) * double(norm.scale[o]) + double(norm.offset[o]);
+      }
+    }
+
+    auto op = std::make_unique<integer_linear_op>();
+    op->shape_form = info.linear_form == layer_info::form::conv2d           ? integer_linear_op::form::conv2d
+                     : info.linear_form == layer_info::form::depthwise_conv2d ? integer_linear_op::form::depthwise_conv2d
+                                                                              : integer_linear_op::form::dense;
+    op->out_channels = f;
+    op->depth_multiplier = info.depth_multiplier;
+    op->in_channels = info.linear_form == layer_info::form::dense ? kernel.shape()[0] : kernel.shape()[2];
+    if (op->shape_form != integer_linear_op::form::dense) {
+      const auto& s = c.inputs[0]->value.shape();
+      op->geometry = window(info.kernel_size, info.geometry.strides, info.geometry.dilation, info.geometry.padding,
+                            s[1], s[2]);
+    }
+    // Centred weights; a channel with a negative multiplier (a negative batch-norm scale)
+    // is negated, so every requantizer multiplies by a positive number.
+    op->weights.resize(wq_int.size());
+    std::int32_t max_w = 0;
+    for (std::size_t e = 0; e < wq_int.size(); ++e) {
+      const std::size_t o = e % f;  // the output channel is the last index of every layout here
+      const std::size_t ch = wg.per_channel ? (e / wl.inner) % wl.channels : 0;
+      std::int32_t w = wq_int[e] - wg.zero_point[ch];
+      if (a[o] < 0) w = -w;
+      op->weights[e] = static_cast<std::int16_t>(w);
+      max_w = std::max(max_w, std::abs(w));
+    }
+    const std::int32_t max_x = std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin);
+    const std::size_t k = op->shape_form == integer_linear_op::form::depthwise_conv2d
+                              ? info.kernel_size[0] * info.kernel_size[1]
+                              : wq_int.size() / f;
+    const double worst = double(k) * double(max_x) * double(max_w);
+    engine_tensor out_meta;
+    if (target) {
+      const quantization_grid tg = target->grid(1);
+      std::vector<double> m(f);
+      op->bias.resize(f);
+      for (std::size_t o = 0; o < f; ++o) {
+        const double scale = std::fabs(a[o]);
+        const double bias = std::nearbyint(b[o] / scale);
+        if (!(std::fabs(bias) + worst < 2147483647.0))
+          throw argument_error(c.path, "an int32 accumulator that cannot overflow",
+                               xq::detail::concat("bias ", bias, " + up to ", worst, " from ", k, " products in channel ", o));
+        op->bias[o] = static_cast<std::int32_t>(bias);
+        m[o] = scale / double(tg.scale[0]);
+      }
+      op->requant = requantizer(o_.requant, std::move(m), c.path);
+      if (o_.bias == bias_precision::float32) {
+        if (o_.requant != requantization::float_multiplier)
+          throw argument_error(c.path, "the float_multiplier requantization with a float bias",
+                               to_string(o_.requant));
+        op->float_bias = true;
+        op->bias.clear();
+        for (std::size_t o = 0; o < f; ++o) {
+          op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
+          op->real_bias.push_back(static_cast<float>(b[o]));
+        }
+      }
+      op->out_scale = tg.scale[0];
+      op->out_zero_point = tg.zero_point[0];
+      op->out_qmin = tg.qmin;
+      op->out_qmax = tg.qmax;
+      out_meta = kind_meta(value_kind::integer);
+      out_meta.scale = tg.scale[0];
+      out_meta.zero_point = tg.zero_point[0];
+      out_meta.qmin = tg.qmin;
+      out_meta.qmax = tg.qmax;
+    } else {
+      if (!(worst < 2147483647.0))
+        throw argument_error(c.path, "an int32 accumulator that cannot overflow",
+                             xq::detail::concat("up to ", worst, " from ", k, " products"));
+      op->integer_output = false;
+      for (std::size_t o = 0; o < f; ++o) {
+        op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
+        op->real_bias.push_back(static_cast<float>(b[o]));
+      }
+      out_meta = real_meta();
+    }
+    op->prepare();
+    const std::size_t out = emit(std::move(op), c.path, {v}, out_meta);
+    if (norm_call) {
+      skipped_.insert(call_number(norm_call));
+      value_of_[norm_call->output] = out;
+    } else {
+      value_of_[c.output] = out;
+    }
+  }
+
+  /// A layer left in float (its input or kernel not quantized): xquant's float kernels on
+  /// the kernel the simulation uses.
+  void lower_real_linear(std::size_t i, const layer_info& info, std::size_t v, const fake_quantizer* wq) {
+    const traced_call& c = g_.calls()[i];
+    v = to_real(v, c.path);
+    auto op = std::make_unique<real_linear_op>();
+    {
+      const xq::no_grad nothing_recorded;
+      if (info.fold) {
+        const var s = ops::fold_scale(*info.fold);
+        var k = ops::scale_channels(var(info.kernel), s, c.path);
+        if (wq) k = var(wq->fake_quantize(k.value()));
+        op->kernel = ops::divide_channels(k, s, c.path).value();
+      } else {
+        op->kernel = wq ? wq->fake_quantize(info.kernel) : info.kernel;
+      }
+    }
+    op->has_bias = info.bias.size() > 0;
+    if (op->has_bias) op->bias = info.bias;
+    fill_real_geometry(*op, info);
+    value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
+  }
+
+  static void fill_real_geometry(real_linear_op& op, const layer_info& info) {
+    op.dense = info.linear_form == layer_info::form::dense;
+    op.depthwise = info.linear_form == layer_info::form::depthwise_conv2d;
+    op.strides = info.geometry.strides;
+    op.dilation = info.geometry.dilation;
+    op.padding = info.geometry.padding == xq::padding::same ? 1 : 0;
+  }
+
+  void lower_larq(std::size_t i, const layer_info& info, std::size_t v) {
+    const traced_call& c = g_.calls()[i];
+    using lq = layer_info::larq_quantizer;
+    if (info.larq_input == lq::none) {  // a float input: a float op with the quantized kernel
+      if (info.pad_value != 0.0f && info.geometry.padding == xq::padding::same)
+        throw argument_error(c.path, "pad_values 0 for a layer with a float input", xq::detail::concat(info.pad_value));
+      v = to_real(v, c.path);
+      auto op = std::make_unique<real_linear_op>();
+      op->kernel = info.larq_kernel == lq::none ? info.kernel : info.larq_quantized_kernel;
+      op->has_bias = info.bias.size() > 0;
+      if (op->has_bias) op->bias = info.bias;
+      fill_real_geometry(*op, info);
+      value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
+      return;
+    }
+    if (info.larq_input != lq::sign || info.larq_kernel != lq::sign || info.linear_form == layer_info::form::depthwise_conv2d)
+      throw argument_error(c.path, "a binary layer: Larq sign quantizers (ste_sign, approx_sign) on input and kernel",
+                           "another quantizer (it has no integer form yet)");
+    if (info.geometry.padding == xq::padding::same && info.pad_value != 1.0f)
+      throw argument_error(c.path, "pad_values(1.0f) for a binary layer with same padding (a ±1 border)",
+                           xq::detail::concat("pad_values ", info.pad_value, ": a 0 border is not binary"));
+    v = to_bits(v, i);
+    const tensor& kq = info.larq_quantized_kernel;
+    auto op = std::make_unique<binary_linear_op>();
+    op->dense = info.linear_form == layer_info::form::dense;
+    const std::size_t f = kq.shape().back();
+    op->out_channels = f;
+    if (op->dense) {
+      const std::size_t kin = kq.shape()[0];
+      op->in_channels = kin;
+      op->words_per_row = (kin + 63) / 64;
+      op->weights.assign(f * op->words_per_row, 0);
+      for (std::size_t p = 0; p < kin; ++p)
+        for (std::size_t o = 0; o < f; ++o)
+          if (kq.data()[p * f + o] < 0) op->weights[o * op->words_per_row + p / 64] |= std::uint64_t(1) << (p % 64);
+    } else {
+      const std::size_t kh = kq.shape()[0], kw = kq.shape()[1], cin = kq.shape()[2], wpp = (cin + 63) / 64;
+      op->in_channels = cin;
+      op->words_per_row = kh * kw * wpp;
+      op->weights.assign(f * op->words_per_row, 0);
+      for (std::size_t u = 0; u < kh; ++u)
+        for (std::size_t w = 0; w < kw; ++w)
+          for (std::size_t ch = 0; ch < cin; ++ch)
+            for (std::size_t o = 0; o < f; ++o)
+              if (kq.data()[((u * kw + w) * cin + ch) * f + o] < 0)
+                op->weights[o * op->words_per_row + (u * kw + w) * wpp + ch / 64] |= std::uint64_t(1) << (ch % 64);
+      const auto& s = c.inputs[0]->value.shape();
+      op->geometry = window(info.kernel_size, info.geometry.strides, info.geometry.dilation, info.geometry.padding,
+                            s[1], s[2]);
+    }
+    std::size_t out = emit(std::move(op), c.path, {v}, kind_meta(value_kind::accumulator));
+    if (info.bias.size()) {  // float(acc) + bias, as the simulation adds it
+      auto bn = std::make_unique<batch_norm_op>();
+      bn->mean.assign(f, 0.0f);
+      bn->scale.assign(f, 1.0f);
+      bn->offset.assign(info.bias.begin(), info.bias.end());
+      out = emit(std::move(bn), c.path, {out}, real_meta());
+    }
+    value_of_[c.output] = out;
+  }
+
+  const graph_trace& g_;
+  const layer_table& t_;
+  lower_options o_;
+  integer_model model_;
+  std::vector<engine_tensor> meta_;
+  std::vector<std::size_t> occurrence_;
+  std::unordered_map<const variable_state*, std::size_t> value_of_;
+  std::set<std::size_t> skipped_;
+};
+
+XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
+                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
+                                  const lower_options& o) {
+  lowering l(trace, table, o);
+  l.model_output_ = output;
+  return l.run(input, output, sample_shape);
+}
+
+}  // namespace xq::deploy::detail

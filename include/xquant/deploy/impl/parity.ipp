@@ -1,0 +1,122 @@
+#pragma once
+/// \file parity.ipp
+/// The parity report (deploy/parity.hpp).
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../parity.hpp"
+
+namespace xq::deploy {
+
+namespace detail {
+
+inline parity_row& row_for(parity_report& r, const std::string& label) {
+  for (auto& row : r.rows)
+    if (row.label == label) return row;
+  r.rows.push_back(parity_row{label, "", 0, 0, 0});
+  return r.rows.back();
+}
+
+XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
+                              const integer_model& engine, const std::vector<engine_tensor>& values,
+                              const std::map<std::string, const fake_quantizer*>& quantizers, const float* labels) {
+  // The k-th call of each path in this pass.
+  std::unordered_map<std::string, std::vector<const traced_call*>> calls;
+  for (const traced_call& c : trace.calls())
+    if (!c.function) calls[c.path].push_back(&c);
+  for (const parity_point& p : engine.parity_points) {
+    const auto it = calls.find(p.layer_path);
+    if (it == calls.end() || it->second.size() <= p.call)
+      throw argument_error("parity", "a model that calls " + p.layer_path + " as the lowered one did",
+                           "a pass without that call");
+    const tensor& x = it->second[p.call]->inputs.at(p.input)->value;
+    const engine_tensor& e = values.at(p.value);
+    parity_row& row = row_for(report, p.label);
+    if (p.binary) {
+      row.grid = "±1 (bits)";
+      const tensor ours = e.to_real();
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float v = x.data()[i];
+        const float sim = v <= -FLT_MIN ? -1.0f : 1.0f;  // Larq's sign with TF's flushing
+        ++row.elements;
+        if (sim == ours.data()[i]) ++row.identical;
+        else row.max_steps = std::max<std::int64_t>(row.max_steps, 2);
+      }
+      continue;
+    }
+    const auto q = quantizers.find(p.quantizer_path);
+    if (q == quantizers.end())
+      throw argument_error("parity", "the fake quantizer " + p.quantizer_path + " in the model", "none by that path");
+    const std::vector<std::int32_t> sim = q->second->integers(x);
+    const std::vector<std::int32_t> ours = e.integers();
+    row.grid = describe(q->second->grid(1));
+    for (std::size_t i = 0; i < sim.size(); ++i) {
+      ++row.elements;
+      const std::int64_t d = std::int64_t(sim[i]) - std::int64_t(ours[i]);
+      if (d == 0) ++row.identical;
+      row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
+    }
+  }
+  // The outputs: elementwise and top-1 over the last axis.
+  const tensor ours = values.at(engine.output_value).to_real();
+  if (ours.size() != simulated.size())
+    throw argument_error("parity", xq::detail::concat(simulated.size(), " output elements (the simulation's)"),
+                         xq::detail::concat(ours.size()));
+  const std::size_t classes = simulated.shape().back(), n = simulated.size() / classes;
+  for (std::size_t i = 0; i < simulated.size(); ++i) {
+    const double d = std::fabs(double(simulated.data()[i]) - double(ours.data()[i]));
+    report.max_output_difference = std::max(report.max_output_difference, d);
+    ++report.output_elements;
+    if (d == 0) ++report.output_identical;
+  }
+  for (std::size_t s = 0; s < n; ++s) {
+    const float* a = simulated.data() + s * classes;
+    const float* b = ours.data() + s * classes;
+    const std::size_t ta = std::size_t(std::max_element(a, a + classes) - a);
+    const std::size_t tb = std::size_t(std::max_element(b, b + classes) - b);
+    ++report.samples;
+    if (ta == tb) ++report.same_top1;
+    if (labels) {
+      if (ta == std::size_t(labels[s])) ++report.simulated_correct;
+      if (tb == std::size_t(labels[s])) ++report.engine_correct;
+    }
+  }
+}
+
+}  // namespace detail
+
+XQ_DECL std::string parity_report::table() const {
+  std::ostringstream s;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-34s %12s %12s %10s %6s\n", "quantized tensor", "elements", "identical", "share",
+                "max|d|");
+  s << line;
+  for (const parity_row& r : rows) {
+    std::snprintf(line, sizeof line, "%-34s %12zu %12zu %9.5f%% %6lld\n", r.label.c_str(), r.elements, r.identical,
+                  100.0 * r.share(), static_cast<long long>(r.max_steps));
+    s << line;
+  }
+  std::snprintf(line, sizeof line, "output: %zu of %zu elements identical, max |difference| %.3g\n", output_identical,
+                output_elements, max_output_difference);
+  s << line;
+  std::snprintf(line, sizeof line, "top-1: %zu of %zu predictions identical (%.3f%%)", same_top1, samples,
+                100.0 * same_top1_share());
+  s << line;
+  if (labelled) {
+    std::snprintf(line, sizeof line, "; accuracy simulated %.4f, integer engine %.4f", simulated_accuracy(),
+                  engine_accuracy());
+    s << line;
+  }
+  s << "\n";
+  return s.str();
+}
+
+}  // namespace xq::deploy

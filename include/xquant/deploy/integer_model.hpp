@@ -1,0 +1,256 @@
+#pragma once
+/// \file integer_model.hpp
+/// `xq::deploy::integer_model`: a trained model lowered to integers (lower.hpp makes one),
+/// as a list of operations over numbered tensors, and the engine that runs it.
+///
+/// What flows between operations (`engine_tensor`):
+///  - integer: 8-bit (or narrower) activations on one per-tensor grid, stored *centred*,
+///    q - zero_point, in int16. Centring once at quantization means no kernel handles zero
+///    points; int16 is the operand width of the exact x86 product (integer_gemm.hpp);
+///  - accumulator: int32 sums (a binary layer's K - 2 * popcount before its batch norm);
+///  - bits: ±1 activations, one bit per channel (bit 1 = -1), ceil(C / 64) words per pixel;
+///  - real: float32, where the model itself is float (its input, logits, a layer left
+///    unquantized).
+///
+/// The operations are the integer runtime's instruction set: quantize (float to integers,
+/// with the simulation's own quantizer), integer convolution / depthwise / dense with int32
+/// accumulation, an int32 bias and a requantizer (requantize.hpp) or a float epilogue,
+/// integer max pooling and ReLU, reshape, float batch norm, sign (float to bits) and the
+/// binary convolution / dense of XNOR-popcount (binary_gemm.hpp).
+///
+/// Every kernel has an exact scalar reference (`run_options::reference_kernels`); the
+/// fast path must give the same integers, and the tests compare the two on every model.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../config.hpp"
+#include "../core/tensor.hpp"
+#include "../quantizers/fake_quantizer.hpp"
+#include "integer_gemm.hpp"
+#include "requantize.hpp"
+
+namespace xq::deploy {
+
+enum class value_kind { real, integer, accumulator, bits };
+
+/// "real", "integer", "accumulator", "bits".
+XQ_DECL const char* to_string(value_kind k) noexcept;
+
+/// One tensor of the engine (see the file comment). Batch first: (N, H, W, C) or (N, C).
+struct engine_tensor {
+  value_kind kind = value_kind::real;
+  std::vector<std::size_t> shape;
+  std::vector<float> real;
+  std::vector<std::int16_t> integer;  ///< q - zero_point
+  std::vector<std::int32_t> accumulator;
+  std::vector<std::uint64_t> bits;    ///< words_per_pixel() per pixel, bit 1 = -1
+  /// integer: the grid, real = (q - zero_point) * scale with qmin <= q <= qmax.
+  float scale = 1.0f;
+  std::int32_t zero_point = 0, qmin = -128, qmax = 127;
+
+  XQ_DECL std::size_t elements() const noexcept;
+  std::size_t channels() const noexcept { return shape.empty() ? 0 : shape.back(); }
+  std::size_t words_per_pixel() const noexcept { return (channels() + 63) / 64; }
+  /// As floats: integer (q - zp) * scale, accumulator and bits (±1) as they are.
+  XQ_DECL tensor to_real() const;
+  /// The integers q (zero point added back): integer tensors only.
+  XQ_DECL std::vector<std::int32_t> integers() const;
+};
+
+struct run_options {
+  /// Run the scalar reference kernels instead of the fast ones (the oracle).
+  bool reference_kernels = false;
+};
+
+/// The geometry of a windowed operation: window, strides, dilation and explicit padding
+/// (top, left, bottom, right), from the layer's Keras padding at the lowered input size.
+struct window_geometry {
+  std::array<std::size_t, 2> window{1, 1}, strides{1, 1}, dilation{1, 1};
+  std::array<std::size_t, 4> pads{0, 0, 0, 0};
+  /// The output extent along axis `a` (0: rows, 1: columns) for an input extent `in`.
+  XQ_DECL std::size_t output_extent(std::size_t in, int a) const noexcept;
+};
+
+/// One operation. `inputs` and `output` number the model's tensors; `path` is the
+/// layer (or "xq::ops::relu after <layer>") it was lowered from.
+class lowered_op {
+ public:
+  virtual ~lowered_op() = default;
+  std::string path;
+  std::vector<std::size_t> inputs;
+  std::size_t output = 0;
+  /// "quantize", "conv2d", ... (the op's kind; saved files name it).
+  virtual const char* kind() const noexcept = 0;
+  virtual void run(std::vector<engine_tensor>& values, const run_options& o) const = 0;
+  /// One line for the model's summary: what it computes, its grids.
+  virtual std::string describe() const = 0;
+};
+
+/// real -> integer, with the simulation's quantizer (any numerics: its own fake-quant
+/// call, then the integers of its grid, quantization_grid.hpp).
+class quantize_op final : public lowered_op {
+ public:
+  fake_quantizer quantizer;  ///< a copy with the trained range (per tensor)
+  const char* kind() const noexcept override { return "quantize"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// integer -> real: (q - zero_point) * scale.
+class dequantize_op final : public lowered_op {
+ public:
+  const char* kind() const noexcept override { return "dequantize"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Integer conv2d / depthwise conv2d / dense: int16 centred input, int16 weights, int32
+/// accumulation; then one of three epilogues:
+///  - int32 bias (TFLite, onnxruntime): acc + round(b / (s_in * s_w)), then the requantizer
+///    onto the output grid;
+///  - float bias (FBGEMM's float-bias path, TensorRT): round((float(acc) * s_in * s_w[c]
+///    + b[c]) * (1 / s_out)), half to even — no bias rounding, so with the simulation's
+///    grid this gives the simulation's integers (lower_options::bias says why);
+///  - real output (no quantizer downstream, the logits): float(acc) * s_in * s_w[c] + b[c].
+class integer_linear_op final : public lowered_op {
+ public:
+  enum class form { conv2d, depthwise_conv2d, dense };
+  form shape_form = form::conv2d;
+  window_geometry geometry;            ///< conv forms
+  std::size_t in_channels = 0, out_channels = 0, depth_multiplier = 1;
+  std::vector<std::int16_t> weights;   ///< (KH, KW, Cin, F), (KH, KW, C, M) or (K, F)
+  std::vector<std::int32_t> bias;      ///< per output channel (empty: none)
+  packed_s16_matrix packed;            ///< the weights as the fast GEMM takes them
+  bool integer_output = true;
+  bool float_bias = false;             ///< integer output with the float-bias epilogue
+  requantizer requant;                 ///< integer output with an int32 bias
+  float out_scale = 1.0f;
+  std::int32_t out_zero_point = 0, out_qmin = -128, out_qmax = 127;
+  std::vector<float> real_scale, real_bias;  ///< real output and the float-bias epilogue (s_in * s_w[c], b[c])
+  const char* kind() const noexcept override;
+  /// Packs the weights (after they are set).
+  XQ_DECL void prepare();
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Max pooling of any tensor kind but bits (padding never wins a max).
+class max_pool_op final : public lowered_op {
+ public:
+  window_geometry geometry;
+  const char* kind() const noexcept override { return "max_pool2d"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// ReLU: max(x, 0) on real tensors, max(q - zp, 0) on centred integers (0 is real 0).
+class relu_op final : public lowered_op {
+ public:
+  const char* kind() const noexcept override { return "relu"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// A new shape for the same elements (flatten, reshape; dropout at inference is not
+/// lowered at all).
+class reshape_op final : public lowered_op {
+ public:
+  std::vector<std::size_t> target;  ///< without the batch axis
+  const char* kind() const noexcept override { return "reshape"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Batch norm at inference on a real or accumulator tensor, with the float arithmetic
+/// of xq::batch_norm: y = (x - mean[c]) * scale[c] + offset[c].
+class batch_norm_op final : public lowered_op {
+ public:
+  std::vector<float> mean, scale, offset;
+  const char* kind() const noexcept override { return "batch_norm"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// real -> bits: Larq's sign (x >= 0 gives +1; a denormal reads as 0, as under TF's
+/// flushing, so it gives +1 too).
+class sign_op final : public lowered_op {
+ public:
+  const char* kind() const noexcept override { return "sign"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Binary conv2d / dense: bits in, ±1 weights packed per output channel, XNOR-popcount
+/// into an accumulator. Convolution padding is +1 (Larq's pad_values=1): padded words are
+/// all zero bits.
+class binary_linear_op final : public lowered_op {
+ public:
+  bool dense = false;
+  window_geometry geometry;
+  std::size_t in_channels = 0, out_channels = 0;
+  std::size_t words_per_row = 0;       ///< packed words per output channel's weights
+  std::vector<std::uint64_t> weights;  ///< out_channels rows of words_per_row words
+  const char* kind() const noexcept override { return dense ? "binary_dense" : "binary_conv2d"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// A float convolution or dense layer (a float-input layer with binary weights, such as
+/// a BNN's stem, or a layer the model leaves unquantized), with xquant's float kernels,
+/// so it computes what the simulation computed.
+class real_linear_op final : public lowered_op {
+ public:
+  bool dense = false, depthwise = false;
+  tensor kernel;  ///< the kernel the simulation multiplies by (fake-quantized if it was)
+  tensor bias;    ///< with has_bias
+  bool has_bias = false;
+  std::array<std::size_t, 2> strides{1, 1}, dilation{1, 1};
+  int padding = 0;  ///< xq::padding as int (valid 0, same 1)
+  float pad_value = 0.0f;
+  const char* kind() const noexcept override { return dense ? "real_dense" : "real_conv2d"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Where the simulation quantizes and the engine holds the integers: the parity report
+/// compares them (parity.hpp).
+struct parity_point {
+  std::string label;           ///< "conv_block_1/conv input"
+  std::string layer_path;      ///< the traced layer whose input it is
+  std::size_t call = 0;        ///< which call of that layer (0: the first)
+  std::size_t input = 0;       ///< which of its inputs
+  std::string quantizer_path;  ///< the fake quantizer that rounds it
+  std::size_t value = 0;       ///< the engine's tensor
+  bool binary = false;         ///< ±1 values (Larq's sign of the input), not a fake quantizer's grid
+};
+
+class integer_model {
+ public:
+  std::vector<std::unique_ptr<lowered_op>> ops;
+  std::size_t value_count = 0;
+  std::size_t input_value = 0, output_value = 0;
+  std::vector<std::size_t> input_shape;  ///< one sample, without the batch axis
+  requantization scheme = requantization::float_multiplier;
+  std::vector<parity_point> parity_points;
+
+  /// Runs the model on a float batch (N, input_shape...) and returns its output as
+  /// floats. argument_error for an input of another shape.
+  XQ_DECL tensor run(const tensor& x, const run_options& o = {}) const;
+  /// The same, keeping every tensor (the parity report reads them).
+  XQ_DECL std::vector<engine_tensor> run_all(const tensor& x, const run_options& o = {}) const;
+  /// One line per op: kind, path, what it computes.
+  XQ_DECL std::string summary() const;
+  /// Bytes of weights and biases the engine holds.
+  XQ_DECL std::size_t weight_bytes() const;
+};
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/integer_model.ipp"
+#endif

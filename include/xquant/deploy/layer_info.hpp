@@ -1,0 +1,182 @@
+#pragma once
+/// \file layer_info.hpp
+/// What lowering and export need to know about one layer, read once through its type:
+/// the operation (conv2d, dense, max pooling, ...), its attributes, its float weights,
+/// and its quantizers (NVIDIA-style QDQ sites and kernel quantizer, a folded batch norm,
+/// or Larq's sign quantizers). The typed walk of `lower` and `export_onnx` fills one per
+/// layer path (`describe_layer` overloads, one per layer family); everything after that
+/// is compiled code over this plain record (lower.ipp, export_onnx.ipp).
+///
+/// A layer type with no overload here has no integer form yet: lowering a model that
+/// calls it stops with an error naming its path and type.
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../config.hpp"
+#include "../core/tape.hpp"
+#include "../core/type_name.hpp"
+#include "../core/var.hpp"
+#include "../layers/activation.hpp"
+#include "../layers/batch_norm.hpp"
+#include "../layers/conv2d.hpp"
+#include "../layers/dense.hpp"
+#include "../layers/depthwise_conv2d.hpp"
+#include "../layers/dropout.hpp"
+#include "../layers/flatten.hpp"
+#include "../layers/max_pool2d.hpp"
+#include "../layers/reshape.hpp"
+#include "../quantizers/approx_sign.hpp"
+#include "../quantizers/no_quantizer.hpp"
+#include "../quantizers/ste_sign.hpp"
+#include "../wrappers/input_quantized.hpp"
+#include "../wrappers/quant_conv2d.hpp"
+#include "../wrappers/quant_dense.hpp"
+#include "../wrappers/quantized_batch_norm.hpp"
+#include "../wrappers/weight_quantized.hpp"
+
+namespace xq::deploy {
+
+struct layer_info {
+  enum class kind { none, linear, max_pool, batch_norm, flatten, reshape, identity, relu };
+  enum class form { conv2d, depthwise_conv2d, dense };
+  /// How a Larq layer quantizes: not at all, Larq's sign (ste_sign, approx_sign: ±1
+  /// forward), or another quantizer (no binary form).
+  enum class larq_quantizer { none, sign, other };
+
+  kind what = kind::none;
+  std::string path, type;
+
+  // linear layers
+  form linear_form = form::dense;
+  conv2d_geometry geometry;
+  std::array<std::size_t, 2> kernel_size{1, 1};
+  std::size_t depth_multiplier = 1;
+  tensor kernel = tensor::from_shape({0}), bias = tensor::from_shape({0});  ///< the float layer's (size 0: none)
+  const site_quantizers* input = nullptr;   ///< NVIDIA-style input QDQ (null: the layer has none)
+  const site_quantizers* output = nullptr;  ///< its output QDQ (null: none)
+  const fake_quantizer* weight = nullptr;   ///< its kernel QDQ (null: none)
+  std::shared_ptr<batch_norm_fold> fold;    ///< a batch norm folded into it
+  bool larq = false;                        ///< a Larq quant layer (quant_conv2d, quant_dense)
+  larq_quantizer larq_input = larq_quantizer::none, larq_kernel = larq_quantizer::none;
+  tensor larq_quantized_kernel;             ///< its kernel quantizer's output
+  float pad_value = 0.0f;
+
+  // pooling
+  std::array<std::size_t, 2> pool{1, 1}, pool_strides{1, 1};
+  xq::padding pool_padding = xq::padding::valid;
+
+  // batch norm
+  const batch_norm* norm = nullptr;
+
+  // reshape
+  std::vector<std::ptrdiff_t> target;
+};
+
+/// Layer infos by path.
+using layer_table = std::map<std::string, layer_info>;
+
+namespace detail {
+
+inline layer_info::larq_quantizer larq_kind(const no_quantizer&) { return layer_info::larq_quantizer::none; }
+inline layer_info::larq_quantizer larq_kind(const ste_sign&) { return layer_info::larq_quantizer::sign; }
+inline layer_info::larq_quantizer larq_kind(const approx_sign&) { return layer_info::larq_quantizer::sign; }
+template <class Q>
+layer_info::larq_quantizer larq_kind(const Q&) {
+  return layer_info::larq_quantizer::other;
+}
+
+XQ_DECL void describe_float(const conv2d& l, layer_info& i);
+XQ_DECL void describe_float(const dense& l, layer_info& i);
+XQ_DECL void describe_float(const depthwise_conv2d& l, layer_info& i);
+XQ_DECL void describe_float(const max_pool2d& l, layer_info& i);
+XQ_DECL void describe_float(const batch_norm& l, layer_info& i);
+XQ_DECL void describe_float(const flatten& l, layer_info& i);
+XQ_DECL void describe_float(const reshape& l, layer_info& i);
+XQ_DECL void describe_float(const dropout& l, layer_info& i);
+XQ_DECL void describe_float(const relu& l, layer_info& i);
+/// Any other float layer: no integer form (kind::none, its type recorded for the error).
+template <class L>
+void describe_float(const L&, layer_info&) {}
+
+}  // namespace detail
+
+/// Fills `table[path]` for layer `l` (the typed walk of lower/export calls it for every
+/// layer; composites and quantizers add nothing).
+template <class L>
+void describe_layer(layer_table& table, const L& l) {
+  if constexpr (std::is_same_v<L, conv2d> || std::is_same_v<L, dense> || std::is_same_v<L, depthwise_conv2d> ||
+                std::is_same_v<L, max_pool2d> || std::is_same_v<L, batch_norm> || std::is_same_v<L, flatten> ||
+                std::is_same_v<L, reshape> || std::is_same_v<L, dropout> || std::is_same_v<L, relu>) {
+    layer_info& i = table[l.path()];
+    i.path = l.path();
+    i.type = xq::detail::type_short_name<L>();
+    detail::describe_float(l, i);
+  }
+}
+
+template <class Layer>
+void describe_layer(layer_table& table, const weight_quantized<Layer>& w) {
+  layer_info& i = table[w.path()];
+  i.path = w.path();
+  i.type = xq::detail::type_short_name<Layer>();
+  detail::describe_float(w.float_layer(), i);
+  i.input = &w.input_quantizer();
+  i.output = &w.output_quantizer();
+  i.weight = &w.weight_quantizer();
+  i.fold = w.folded();
+}
+
+template <class Layer, class Derived>
+void describe_layer(layer_table& table, const input_quantized<Layer, Derived>& w) {
+  layer_info& i = table[w.path()];
+  i.path = w.path();
+  i.type = xq::detail::type_short_name<Layer>();
+  detail::describe_float(w.float_layer(), i);
+  i.input = &w.input_quantizer();
+  i.output = &w.output_quantizer();
+}
+
+XQ_DECL void describe_layer(layer_table& table, const quantized_batch_norm& w);
+
+namespace detail {
+template <class Self, class InputQ, class KernelQ>
+void describe_larq(layer_table& table, const Self& l, const InputQ& in, KernelQ& kq) {
+  layer_info& i = table[l.path()];
+  i.path = l.path();
+  i.type = xq::detail::type_short_name<Self>();
+  detail::describe_float(l.float_layer(), i);
+  i.larq = true;
+  i.larq_input = larq_kind(in);
+  i.larq_kernel = larq_kind(kq);
+  if (l.kernel()) {
+    const xq::no_grad nothing_recorded;
+    i.larq_quantized_kernel = kq(var(l.kernel())).value();
+  }
+}
+}  // namespace detail
+
+template <class InputQ, class KernelQ>
+void describe_layer(layer_table& table, const quant_conv2d<InputQ, KernelQ>& l) {
+  // The kernel quantizer's inference call changes no state; it is not a const member.
+  auto& kq = const_cast<KernelQ&>(l.kernel_quantizer);
+  detail::describe_larq(table, l, l.input_quantizer, kq);
+  table[l.path()].pad_value = l.pad_values();
+}
+
+template <class InputQ, class KernelQ>
+void describe_layer(layer_table& table, const quant_dense<InputQ, KernelQ>& l) {
+  auto& kq = const_cast<KernelQ&>(l.kernel_quantizer);
+  detail::describe_larq(table, l, l.input_quantizer, kq);
+}
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/layer_info.ipp"
+#endif

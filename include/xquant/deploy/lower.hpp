@@ -1,0 +1,116 @@
+#pragma once
+/// \file lower.hpp
+/// `xq::deploy::lower(model, sample_shape)`: a trained QAT model (or a binarized Larq
+/// model, or a float one) as an `integer_model` (integer_model.hpp) that computes with the
+/// integers the simulation used.
+///
+/// How: one traced inference pass (core/graph_trace.hpp) gives the calls in order and who
+/// feeds whom; a typed walk gives each layer's attributes, weights and quantizers
+/// (layer_info.hpp). Then, call by call:
+///  - a conv2d / depthwise / dense whose input and kernel are fake-quantized becomes an
+///    integer op: the kernel's integers are the kernel quantizer's own (the folded kernel
+///    when a batch norm is folded in, computed with the simulation's arithmetic), the
+///    input is quantized by the layer's input quantizer (or already on its grid);
+///  - its output is requantized straight onto the grid of the next quantizer downstream,
+///    through the ops that commute with a monotone rounding (ReLU, max pooling, flatten,
+///    dropout): q(relu(y)) = relu(q(y)) and q(max(a, b)) = max(q(a), q(b)) exactly. A
+///    batch norm it feeds alone (folded or not) is absorbed into the per-channel
+///    multiplier and the int32 bias. Where no quantizer follows (the logits), the output
+///    is float: acc * s_in * s_w + bias;
+///  - Larq layers with sign quantizers on input and kernel become XNOR-popcount ops on
+///    bit-packed ±1 values; a float-input layer with a binary kernel (a BNN's stem) stays a
+///    float op with the ±1 kernel; batch norms between binary layers run in float with the
+///    simulation's arithmetic, and the next sign packs their output into bits.
+/// Every place where the simulation quantizes becomes a `parity_point` (parity.hpp).
+///
+/// Errors name the layer path: a layer with no integer form, a per-channel grid on an
+/// axis the integer op cannot use, a sum that could overflow int32, a multiplier that
+/// TFLite's fixed point cannot represent.
+
+#include <cstddef>
+#include <vector>
+
+#include "../config.hpp"
+#include "../core/graph_trace.hpp"
+#include "../core/mode.hpp"
+#include "../core/model.hpp"
+#include "../core/tape.hpp"
+#include "../core/tensor.hpp"
+#include "integer_model.hpp"
+#include "layer_info.hpp"
+#include "requantize.hpp"
+
+namespace xq::deploy {
+
+/// Where a requantized layer adds its bias.
+enum class bias_precision {
+  /// Rounded to int32 at the accumulator's scale s_in * s_w (TFLite, onnxruntime, the
+  /// ONNX file's int32 bias + DequantizeLinear). The rounding moves each output by up to
+  /// half an accumulator step, s_in * s_w / 2: a few outputs in 10^4 that sat within that
+  /// distance of a rounding boundary land one step from the simulation's.
+  int32,
+  /// Added in float after scaling, as FBGEMM's float-bias path and TensorRT do: the
+  /// simulation adds its bias in float too, and the lowered model then gives the
+  /// simulation's integers (measured: every element of every layer on the tests' models).
+  float32
+};
+
+struct lower_options {
+  requantization requant = requantization::float_multiplier;
+  bias_precision bias = bias_precision::int32;
+};
+
+namespace detail {
+
+/// The typed part of lower/export, before the trace: one inference pass on zeros of shape
+/// (1, sample_shape...) builds lazy layers, then every layer is described (a Larq kernel
+/// quantizer runs here, so no trace may be active: it would record that call).
+template <class Model>
+void build_and_describe(Model& model, const std::vector<std::size_t>& sample_shape, layer_table& table) {
+  tensor::shape_type shape{1};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  {
+    const no_grad nothing_recorded;
+    const training_mode inference(false);
+    model(var(xq::detail::zeros_tensor(shape)));
+  }
+  set_paths(model);
+  for_each_layer(model, [&](const auto& l) { describe_layer(table, l); });
+}
+
+/// The traced pass (the caller's trace is active): the same inference on zeros.
+template <class Model>
+void traced_pass(Model& model, const std::vector<std::size_t>& sample_shape, var& input, var& output) {
+  tensor::shape_type shape{1};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  const no_grad nothing_recorded;
+  const training_mode inference(false);
+  input = var(xq::detail::zeros_tensor(shape));
+  output = model(input);
+}
+
+/// The compiled part of lower (lower.ipp).
+XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
+                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
+                                  const lower_options& o);
+
+}  // namespace detail
+
+/// `model` lowered to integers for inputs of shape (N, sample_shape...). The model is
+/// run once (inference mode, nothing recorded) and read, not changed; the integer model
+/// owns copies of everything it needs.
+template <class Model>
+integer_model lower(Model& model, const std::vector<std::size_t>& sample_shape, const lower_options& o = {}) {
+  layer_table table;
+  detail::build_and_describe(model, sample_shape, table);
+  graph_trace trace;
+  var input, output;
+  detail::traced_pass(model, sample_shape, input, output);
+  return detail::lower_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+}
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/lower.ipp"
+#endif

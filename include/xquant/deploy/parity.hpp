@@ -1,0 +1,97 @@
+#pragma once
+/// \file parity.hpp
+/// `xq::deploy::parity(model, engine, images)`: does the integer engine compute what the
+/// simulation computed? Both run on the same images; at every place where the simulation
+/// quantizes (the engine's `parity_point`s: each quantized layer input) the report counts
+/// the integers that are identical and the largest difference in steps, and at the output
+/// the share of identical top-1 predictions (and, given labels, both accuracies).
+///
+/// The simulation's integers are its own quantizer applied to the float input the traced
+/// pass recorded (quantization_grid.hpp), so a row compares the two programs' integers at
+/// one tensor, not a chain of guesses.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../config.hpp"
+#include "../core/graph_trace.hpp"
+#include "../core/mode.hpp"
+#include "../core/tape.hpp"
+#include "../quantizers/model_quantizers.hpp"
+#include "integer_model.hpp"
+
+namespace xq::deploy {
+
+struct parity_row {
+  std::string label;              ///< "conv_block_1/conv input"
+  std::string grid;               ///< the grid compared on ("±1" for bits)
+  std::size_t elements = 0;
+  std::size_t identical = 0;
+  std::int64_t max_steps = 0;     ///< the largest |difference| in steps of the grid
+  double share() const noexcept { return elements ? double(identical) / double(elements) : 1.0; }
+};
+
+struct parity_report {
+  std::vector<parity_row> rows;
+  std::size_t samples = 0;
+  std::size_t same_top1 = 0;
+  std::size_t simulated_correct = 0, engine_correct = 0;  ///< with labels
+  bool labelled = false;
+  double max_output_difference = 0;  ///< the largest |simulated - engine| output element
+  std::size_t output_elements = 0, output_identical = 0;
+
+  double same_top1_share() const noexcept { return samples ? double(same_top1) / double(samples) : 1.0; }
+  double simulated_accuracy() const noexcept { return samples ? double(simulated_correct) / double(samples) : 0.0; }
+  double engine_accuracy() const noexcept { return samples ? double(engine_correct) / double(samples) : 0.0; }
+  /// The report as a table: one row per quantized tensor, then the output lines.
+  XQ_DECL std::string table() const;
+};
+
+namespace detail {
+/// Adds one batch to `report` (compiled): the traced simulation pass and its output, the
+/// engine's tensors, the model's fake quantizers by path.
+XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
+                              const integer_model& engine, const std::vector<engine_tensor>& values,
+                              const std::map<std::string, const fake_quantizer*>& quantizers, const float* labels);
+}  // namespace detail
+
+/// Runs `model` (inference) and `engine` on `images` in batches of `batch` and compares
+/// them (see the file comment); `labels` (one class index per image) add the accuracies.
+template <class Model>
+parity_report parity(Model& model, const integer_model& engine, const tensor& images,
+                     const tensor* labels = nullptr, std::size_t batch = 500) {
+  std::map<std::string, const fake_quantizer*> quantizers;
+  for_each_quantizer(model, [&](fake_quantizer& q) { quantizers[q.path()] = &q; });
+  parity_report report;
+  report.labelled = labels != nullptr;
+  const std::size_t n = images.shape()[0];
+  const std::size_t per_image = n ? images.size() / n : 0;
+  for (std::size_t start = 0; start < n; start += batch) {
+    const std::size_t count = std::min(batch, n - start);
+    tensor::shape_type shape(images.shape().begin(), images.shape().end());
+    shape[0] = count;
+    tensor x = tensor::from_shape(shape);
+    std::copy(images.data() + start * per_image, images.data() + (start + count) * per_image, x.data());
+    graph_trace trace;
+    tensor simulated;
+    {
+      const no_grad nothing_recorded;
+      const training_mode inference(false);
+      simulated = model(var(x)).value();
+    }
+    const std::vector<engine_tensor> values = engine.run_all(x);
+    detail::add_parity_batch(report, trace, simulated, engine, values, quantizers,
+                             labels ? labels->data() + start : nullptr);
+  }
+  return report;
+}
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/parity.ipp"
+#endif

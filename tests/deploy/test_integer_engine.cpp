@@ -1,0 +1,283 @@
+// The integer engine (include/xquant/deploy/): requantization schemes against TFLite's and
+// ORT's arithmetic, the fast kernels against the exact references, and lowered models
+// against their simulation (a folded-BN QAT CNN, a reused block, a binarized network).
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <xquant/deploy/binary_gemm.hpp>
+#include <xquant/deploy/lower.hpp>
+#include <xquant/deploy/parity.hpp>
+#include <xquant/quantizers/approx_sign.hpp>
+#include <xquant/quantizers/ste_sign.hpp>
+#include <xquant/wrappers/quant_conv2d.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
+#include <xquant/xquant.hpp>
+
+namespace {
+
+using xq::deploy::requantization;
+
+template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Pool = xq::max_pool2d>
+struct block {
+  Conv conv;
+  Norm norm;
+  Pool pool{xq::max_pool2d(2)};
+  XQ_CHILDREN(conv, norm, pool)
+  explicit block(std::size_t filters = 6)
+      : conv(xq::conv2d(filters, 3).padding(xq::padding::same).use_bias(false)),
+        norm(xq::batch_norm().momentum(0.5f)) {}
+  xq::var operator()(const xq::var& x) { return pool(xq::ops::relu(norm(conv(x)))); }
+};
+
+using small_cnn = xq::sequential<block<>, block<>, xq::flatten, xq::dense, xq::relu, xq::dropout, xq::dense>;
+
+small_cnn make_small_cnn() {
+  xq::set_seed(7);
+  return small_cnn(block<>(6), block<>(8), xq::flatten(), xq::dense(16), xq::relu(), xq::dropout(0.25f, 3),
+                   xq::dense(4));
+}
+
+/// Images whose class is which quadrant is brightest (learnable in a few steps).
+xq::dataset quadrant_data(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 0.6f);
+  xq::tensor x = xq::tensor::from_shape({n, 12, 12, 1});
+  xq::tensor y = xq::tensor::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t label = i % 4;
+    for (std::size_t r = 0; r < 12; ++r)
+      for (std::size_t c = 0; c < 12; ++c) {
+        const std::size_t q = (r / 6) * 2 + c / 6;
+        x(i, r, c, 0) = u(rng) + (q == label ? 0.4f : 0.0f);
+      }
+    y(i) = float(label);
+  }
+  return xq::dataset{x, y};
+}
+
+/// A trained float CNN, its QAT twin (batch norms folded, then frozen) fine-tuned.
+template <class Model>
+auto trained_qat(Model& model, const xq::dataset& data) {
+  xq::build(model, {1, 12, 12, 1});
+  xq::adam opt(xq::trainable_parameters(model), {3e-3f});
+  xq::fit_options fo;
+  fo.epochs = 3;
+  fo.batch_size = 32;
+  fo.verbose = false;
+  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
+  xq::quantize_options qo;
+  qo.fold_batch_norm = true;
+  qo.freeze_batch_norm_after = 8;
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  xq::adam qopt(xq::trainable_parameters(qat), {5e-4f});
+  fo.epochs = 2;
+  xq::fit(qat, qopt, xq::sparse_softmax_cross_entropy, data, fo);
+  return qat;
+}
+
+}  // namespace
+
+TEST_CASE("requantization: TFLite's fixed point and ORT's float multiplier", "[deploy][requantize]") {
+  using xq::deploy::quantize_multiplier;
+  using xq::deploy::requantizer;
+  // QuantizeMultiplier(0.5) = 2^30 * 2^(0 - 31) ... (TFLite: q = frexp(0.5) = 0.5, shift 0).
+  const auto half = quantize_multiplier(0.5);
+  CHECK(half.multiplier == (1 << 30));
+  CHECK(half.shift == 0);
+  const auto tiny = quantize_multiplier(0.0003);
+  CHECK(tiny.shift == -11);  // 0.0003 = 0.6144 * 2^-11
+  // Ties: gemmlowp's high multiply nudges by 2^30 or 1 - 2^30 and truncates, so its ties go
+  // toward +infinity (-1.5 -> -1); its power-of-two division rounds them away from zero;
+  // ORT's float multiplier rounds them to even.
+  CHECK(xq::deploy::saturating_rounding_doubling_high_mul(-3, 1 << 30) == -1);
+  CHECK(xq::deploy::saturating_rounding_doubling_high_mul(3, 1 << 30) == 2);
+  CHECK(xq::deploy::rounding_divide_by_pot(-3, 1) == -2);
+  CHECK(xq::deploy::rounding_divide_by_pot(3, 1) == 2);
+  CHECK(requantizer::double_rounding(3, half) == 2);
+  CHECK(requantizer::double_rounding(-3, half) == -1);
+  CHECK(requantizer::double_rounding(5, half) == 3);
+  CHECK(requantizer::single_rounding(5, half) == 3);
+  CHECK(requantizer::single_rounding(-5, half) == -2);  // (x*M + 2^30) >> 31: half up
+  CHECK(requantizer::round_float(5, 0.5f) == 2);
+  CHECK(requantizer::round_float(7, 0.5f) == 4);
+  CHECK(requantizer::round_float(-5, 0.5f) == -2);
+  // Against a double reference away from ties: single rounding is exact, double rounding
+  // (two roundings) and the float multiplier (float(acc) * float(m)) are within one.
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<std::int32_t> acc(-2000000, 2000000);
+  for (double m : {0.00021, 0.0371, 0.5, 0.93, 3.7}) {
+    const requantizer f(requantization::float_multiplier, {m}, "t");
+    const requantizer d(requantization::tflite_double_rounding, {m}, "t");
+    const requantizer s(requantization::tflite_single_rounding, {m}, "t");
+    for (int i = 0; i < 2000; ++i) {
+      const std::int32_t a = acc(rng);
+      const double exact = double(a) * m;
+      if (std::fabs(exact - std::floor(exact) - 0.5) < 1e-3) continue;
+      const auto r = static_cast<std::int32_t>(std::lround(exact));
+      CHECK(std::abs(d(a, 0) - r) <= 1);
+      CHECK(std::abs(s(a, 0) - r) <= 0);
+      CHECK(std::abs(f(a, 0) - r) <= 1);  // float(acc) * float(m) may round once more
+    }
+  }
+  CHECK_THROWS_AS(requantizer(requantization::tflite_double_rounding, {0.0}, "layer/x"), xq::argument_error);
+  CHECK_THROWS_WITH(requantizer(requantization::float_multiplier, {-1.0}, "layer/x"),
+                    Catch::Contains("layer/x") && Catch::Contains("-1"));
+  CHECK(xq::deploy::requantization_from_string("tflite_single_rounding") == requantization::tflite_single_rounding);
+  CHECK_THROWS_AS(xq::deploy::requantization_from_string("nearest"), xq::argument_error);
+}
+
+TEST_CASE("integer GEMM: the packed kernel equals the int32 reference", "[deploy][kernels]") {
+  std::mt19937 rng(3);
+  for (auto [m, n, k] : {std::array<std::size_t, 3>{1, 1, 1}, {7, 5, 3}, {33, 17, 288}, {64, 64, 577}}) {
+    std::uniform_int_distribution<int> xs(-255, 255), ws(-127, 127);
+    std::vector<std::int16_t> a(m * k), b(k * n);
+    for (auto& v : a) v = std::int16_t(xs(rng));
+    for (auto& v : b) v = std::int16_t(ws(rng));
+    a[0] = -255;
+    b[0] = -127;  // the extreme product
+    std::vector<std::int32_t> bias(n), ref(m * n), fast(m * n);
+    for (auto& v : bias) v = xs(rng) * 1000;
+    xq::deploy::gemm_s16_reference(m, n, k, a.data(), k, b.data(), bias.data(), ref.data());
+    xq::deploy::gemm_s16(m, a.data(), k, xq::deploy::packed_s16_matrix(b.data(), k, n), bias.data(), fast.data());
+    CHECK(ref == fast);
+  }
+}
+
+TEST_CASE("binary GEMM: XNOR-popcount equals the ±1 dot product", "[deploy][kernels]") {
+  std::mt19937_64 rng(5);
+  const std::size_t m = 9, n = 13, k = 150, words = 3;
+  std::vector<std::uint64_t> a(m * words, 0), b(n * words, 0);
+  std::vector<int> av(m * k), bv(n * k);
+  for (std::size_t i = 0; i < m * k; ++i) {
+    av[i] = rng() & 1 ? -1 : 1;
+    if (av[i] < 0) a[(i / k) * words + (i % k) / 64] |= std::uint64_t(1) << ((i % k) % 64);
+  }
+  for (std::size_t i = 0; i < n * k; ++i) {
+    bv[i] = rng() & 1 ? -1 : 1;
+    if (bv[i] < 0) b[(i / k) * words + (i % k) / 64] |= std::uint64_t(1) << ((i % k) % 64);
+  }
+  std::vector<std::int32_t> ref(m * n), fast(m * n);
+  xq::deploy::binary_gemm_reference(m, n, words, std::int32_t(k), a.data(), b.data(), ref.data());
+  xq::deploy::binary_gemm(m, n, words, std::int32_t(k), a.data(), b.data(), fast.data());
+  CHECK(ref == fast);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      int dot = 0;
+      for (std::size_t p = 0; p < k; ++p) dot += av[i * k + p] * bv[j * k + p];
+      CHECK(ref[i * n + j] == dot);
+    }
+}
+
+TEST_CASE("lower: a folded-BN QAT CNN computes the simulation's integers", "[deploy][lower]") {
+  auto model = make_small_cnn();
+  const xq::dataset data = quadrant_data(256, 11);
+  auto qat = trained_qat(model, data);
+  const xq::dataset test = quadrant_data(200, 12);
+
+  struct variant {
+    requantization scheme;
+    xq::deploy::bias_precision bias;
+  };
+  for (variant v : {variant{requantization::float_multiplier, xq::deploy::bias_precision::float32},
+                    variant{requantization::float_multiplier, xq::deploy::bias_precision::int32},
+                    variant{requantization::tflite_double_rounding, xq::deploy::bias_precision::int32},
+                    variant{requantization::tflite_single_rounding, xq::deploy::bias_precision::int32}}) {
+    const bool float_bias = v.bias == xq::deploy::bias_precision::float32;
+    CAPTURE(xq::deploy::to_string(v.scheme), float_bias);
+    xq::deploy::lower_options lo;
+    lo.requant = v.scheme;
+    lo.bias = v.bias;
+    const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+    INFO(engine.summary());
+    // Every conv and dense is an integer op; the batch norms are absorbed; the logits are float.
+    std::size_t integer_ops = 0;
+    for (const auto& op : engine.ops) {
+      CHECK(std::string(op->kind()) != "batch_norm");
+      if (auto* l = dynamic_cast<const xq::deploy::integer_linear_op*>(op.get())) {
+        ++integer_ops;
+        CHECK(l->integer_output == (integer_ops < 4));
+      }
+    }
+    CHECK(integer_ops == 4);
+    CHECK(engine.parity_points.size() == 4);
+
+    const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets, 64);
+    INFO(report.table());
+    for (const auto& row : report.rows) {
+      // The float bias adds what the simulation adds: the same integers everywhere. An
+      // int32 bias moves outputs by up to half an accumulator step (a few in 10^4 cross a
+      // rounding boundary), and a moved integer moves the next layers' sums.
+      CHECK(row.share() >= (float_bias ? 1.0 : 0.95));
+      CHECK(row.max_steps <= (float_bias ? 0 : 1));
+    }
+    CHECK(report.same_top1_share() >= (float_bias ? 1.0 : 0.97));
+    CHECK(std::fabs(report.engine_accuracy() - report.simulated_accuracy()) <= 0.02);
+
+    // The fast kernels give exactly the reference kernels' integers.
+    xq::deploy::run_options ref;
+    ref.reference_kernels = true;
+    const xq::tensor a = engine.run(test.inputs, ref), b = engine.run(test.inputs);
+    const bool same = a == b;
+    CHECK(same);
+  }
+  xq::deploy::lower_options bad;
+  bad.requant = requantization::tflite_double_rounding;
+  bad.bias = xq::deploy::bias_precision::float32;
+  CHECK_THROWS_WITH(xq::deploy::lower(qat, {12, 12, 1}, bad), Catch::Contains("block/conv"));
+}
+
+TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with Larq's simulation",
+          "[deploy][lower][binary]") {
+  using bconv = xq::quant_conv2d<xq::approx_sign, xq::ste_sign>;
+  using bdense = xq::quant_dense<xq::approx_sign, xq::ste_sign>;
+  xq::set_seed(2);
+  auto model = xq::sequential(
+      xq::quant_conv2d<xq::no_quantizer, xq::ste_sign>(16, 3, xq::no_quantizer(), xq::ste_sign())
+          .padding(xq::padding::same)
+          .use_bias(false),
+      xq::max_pool2d(2), xq::batch_norm(true, false),
+      bconv(24, 3, xq::approx_sign(), xq::ste_sign()).padding(xq::padding::same).pad_values(1.0f).use_bias(false),
+      xq::max_pool2d(2), xq::batch_norm(true, false), xq::flatten(),
+      bdense(70, xq::approx_sign(), xq::ste_sign()).use_bias(false), xq::batch_norm(true, false),
+      bdense(4, xq::approx_sign(), xq::ste_sign()), xq::batch_norm());
+  const xq::dataset data = quadrant_data(256, 21);
+  xq::build(model, {1, 12, 12, 1});
+  xq::adam opt(xq::trainable_parameters(model), {1e-2f});
+  xq::fit_options fo;
+  fo.epochs = 2;
+  fo.batch_size = 32;
+  fo.verbose = false;
+  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
+
+  const auto engine = xq::deploy::lower(model, {12, 12, 1});
+  INFO(engine.summary());
+  std::size_t binary_ops = 0;
+  for (const auto& op : engine.ops)
+    if (dynamic_cast<const xq::deploy::binary_linear_op*>(op.get())) ++binary_ops;
+  CHECK(binary_ops == 3);
+  const xq::dataset test = quadrant_data(100, 22);
+  const auto report = xq::deploy::parity(model, engine, test.inputs, &test.targets, 50);
+  INFO(report.table());
+  REQUIRE(report.rows.size() == 3);
+  for (const auto& row : report.rows) CHECK(row.share() == 1.0);
+  CHECK(report.same_top1_share() == 1.0);
+  CHECK(report.max_output_difference <= 1e-4);
+  xq::deploy::run_options ref;
+  ref.reference_kernels = true;
+  const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
+  CHECK(same);
+}
+
+TEST_CASE("lower: a layer without an integer form is named", "[deploy][lower]") {
+  auto model = xq::sequential(xq::conv2d(4, 3), xq::average_pool2d(2), xq::flatten(), xq::dense(3));
+  xq::build(model, {1, 8, 8, 1});
+  auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 8, 8, 1});
+  CHECK_THROWS_WITH(xq::deploy::lower(qat, {8, 8, 1}),
+                    Catch::Contains("average_pool2d") && Catch::Contains("a layer the integer engine has"));
+}
