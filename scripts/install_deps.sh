@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs xquant's build and test dependencies from Debian's packages (and Conan 2 from
-# PyPI). Idempotent: a package that `dpkg -s` reports as installed is skipped, and
-# `apt-get update` runs only when something is missing (and only once).
+# PyPI; onnx, onnxruntime and numpy from PyPI into a venv for the ONNX tests:
+# scripts/install_onnx_deps.sh). Idempotent: a package that `dpkg -s` reports as installed
+# is skipped, and `apt-get update` runs only when something is missing (and only once).
 #
 #   bash scripts/install_deps.sh          # everything
 #   XQ_SKIP_CONAN=1 bash scripts/install_deps.sh   # without Conan
+#   XQ_SKIP_ONNX=1 bash scripts/install_deps.sh    # without the ONNX venv (its tests skip)
 set -euo pipefail
 
 log() { printf '[install_deps] %s\n' "$*"; }
@@ -14,7 +16,8 @@ log() { printf '[install_deps] %s\n' "$*"; }
 # dataset-fashion-mnist puts Fashion-MNIST's IDX files (30 MB) in
 # /usr/share/datasets/fashion-mnist, for the example and the dataset test.
 # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only recommended by
-# clang, so named here) build tests/fuzz's checkpoint fuzzer.
+# clang, so named here) build tests/fuzz's checkpoint fuzzer. python3-venv: the venv of
+# the ONNX tests (install_onnx_deps.sh), where python3 is Debian's.
 apt_packages=(
   cmake
   g++
@@ -32,6 +35,7 @@ apt_packages=(
   dataset-fashion-mnist
   clang
   libclang-rt-dev
+  python3-venv
 )
 
 if [[ $(id -u) -eq 0 ]]; then
@@ -89,6 +93,13 @@ if [[ ${#missing[@]} -eq 0 ]]; then
   log "all ${#apt_packages[@]} Debian packages already installed"
 else
   apt_install "${missing[@]}"
+fi
+
+# ---- onnx, onnxruntime, numpy (PyPI, in a venv): tools/onnx_check.py for the ONNX tests ----
+if [[ ${XQ_SKIP_ONNX:-0} == 1 ]]; then
+  log "XQ_SKIP_ONNX=1: not checking the ONNX venv"
+else
+  bash "$(dirname "${BASH_SOURCE[0]}")/install_onnx_deps.sh"
 fi
 
 # ---- Conan 2 (PyPI) ----------------------------------------------------------------

@@ -13,6 +13,7 @@ headers of its own room or of a room of LOWER rank, never one of its own rank or
     rank 6  transform
     rank 7  summary, train   (two rooms of one rank: neither includes the other)
     rank 8  io
+    rank 9  deploy  (the ONNX model and its file format, under the exporter)
             xquant.hpp, the umbrella, may include anything and nothing includes it;
             src.hpp, the library of separate-compilation mode, includes the umbrella and
             every <room>/impl/*.ipp. A room's impl/ folder (the .ipp files of its headers)
@@ -49,6 +50,7 @@ ROOMS = {
     "summary": 7,
     "train": 7,
     "io": 8,
+    "deploy": 9,
 }
 # Headers at the root of include/xquant: the room they belong to.
 ROOT_FILES = {"config.hpp": "core"}

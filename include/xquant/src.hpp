@@ -15,6 +15,7 @@
 
 #include "xquant.hpp"
 #include "io/checkpoint.hpp"
+#include "deploy/onnx_model.hpp"
 
 #include "core/impl/all.ipp"
 #include "kernels/impl/all.ipp"
@@ -26,3 +27,4 @@
 #include "summary/impl/all.ipp"
 #include "train/impl/all.ipp"
 #include "io/impl/all.ipp"
+#include "deploy/impl/all.ipp"

@@ -1,0 +1,12 @@
+#pragma once
+/// \file all.ipp
+/// The deploy room's compiled code, for <xquant/src.hpp>: every .ipp of deploy/impl/.
+
+#include "binary_gemm.ipp"
+#include "integer_gemm.ipp"
+#include "integer_model.ipp"
+#include "layer_info.ipp"
+#include "lower.ipp"
+#include "onnx_model.ipp"
+#include "parity.ipp"
+#include "requantize.ipp"
