@@ -4,7 +4,7 @@
     python3 tools/onnx_check.py MODEL.onnx --input NAME=in.npy [--input ...]
         --expected OUT=expected.npy [--expected ...] [--step OUT=SCALE_OR_NPY ...]
         [--min-share 0.9999] [--top1] [--min-top1 SHARE] [--report out.json]
-        [--save-optimized PATH]
+        [--save-optimized PATH] [--paths reference,optimized] [--labels OUT=labels.npy]
 
 1. `onnx.checker.check_model(onnx.load(MODEL), full_check=True)` (shape inference included).
 2. onnxruntime on CPUExecutionProvider, twice (an input whose .npy type differs from the
@@ -22,7 +22,9 @@
    --step OUT=steps.npy (per channel along the last axis). Without --step: integer outputs
    must be equal; float outputs within 1e-5 relative (values below 1/1000 of the array's
    largest magnitude are compared at that magnitude).
-   --top1 also reports the share of rows whose argmax along the last axis is the same.
+   --top1 also reports the share of rows whose argmax along the last axis is the same;
+   --labels OUT=labels.npy the accuracy of OUT's argmax (and of the expected values').
+   --paths runs only the reference or the optimized path (default both).
 
 Exit status: 0 when the checker passes and every share (and top-1 share, with --min-top1)
 is at least the minimum; 1 when the checker fails or a share is below it; 2 for a usage
@@ -157,7 +159,15 @@ def main(argv=None):
     ap.add_argument("--min-top1", type=float, default=None, help="fail when a top-1 share is below this")
     ap.add_argument("--report", metavar="FILE.json", help="write the results as JSON")
     ap.add_argument("--save-optimized", metavar="PATH", help="save ORT's optimized graph (what it runs)")
+    ap.add_argument("--paths", default="reference,optimized",
+                    help="which onnxruntime paths to run: reference, optimized or both (default both)")
+    ap.add_argument("--labels", action="append", metavar="OUT=FILE.npy",
+                    help="class indices: also report the accuracy of OUT's argmax (last axis) on each path")
     args = ap.parse_args(argv)
+    chosen = [p.strip() for p in args.paths.split(",") if p.strip()]
+    if not chosen or any(p not in ("reference", "optimized") for p in chosen):
+        return usage_error(f"--paths {args.paths}: expected reference, optimized or both, comma-separated")
+    labels = parse_pairs(args.labels, "--labels")
 
     inputs = parse_pairs(args.input, "--input")
     expected = parse_pairs(args.expected, "--expected")
@@ -167,7 +177,10 @@ def main(argv=None):
     for name in steps:
         if name not in expected:
             return usage_error(f"--step {name}: not an --expected output")
-    for path in [args.model] + list(inputs.values()) + list(expected.values()):
+    for name in labels:
+        if name not in expected:
+            return usage_error(f"--labels {name}: not an --expected output")
+    for path in [args.model] + list(inputs.values()) + list(expected.values()) + list(labels.values()):
         if not os.path.isfile(path):
             return usage_error(f"{path}: no such file")
 
@@ -209,11 +222,13 @@ def main(argv=None):
     feeds = {name: np.load(path) for name, path in inputs.items()}
     wants = {name: np.load(path) for name, path in expected.items()}
     step_values = {name: load_step(np, text) for name, text in steps.items()}
+    label_values = {name: np.load(path).reshape(-1) for name, path in labels.items()}
 
     precision_fix = vnni is not None and not vnni
     paths = [("reference", ort.GraphOptimizationLevel.ORT_DISABLE_ALL, {}),
              ("optimized", ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
               {"session.x64quantprecision": "1"} if precision_fix else {})]
+    paths = [p for p in paths if p[0] in chosen]
     print(f"onnx_check: onnxruntime {ort.__version__}, CPU VNNI: "
           f"{', '.join(vnni) if vnni else ('none' if vnni is not None else 'unknown (no /proc/cpuinfo)')}"
           f"{'; optimized path with session.x64quantprecision=1' if precision_fix else ''}")
@@ -275,6 +290,14 @@ def main(argv=None):
             r["step"] = step_values[name][1] if name in step_values else None
             if args.top1:
                 r["top1_share"] = top1_share(np, g, w)
+            if name in label_values:
+                predicted = np.argmax(g.reshape(-1, g.shape[-1]), axis=1)
+                if predicted.size != label_values[name].size:
+                    return finish(usage_error(f"--labels {name}: {label_values[name].size} labels for "
+                                              f"{predicted.size} rows"))
+                r["accuracy"] = float((predicted == label_values[name].astype(np.int64)).mean())
+                r["expected_accuracy"] = float(
+                    (np.argmax(w.reshape(-1, w.shape[-1]), axis=1) == label_values[name].astype(np.int64)).mean())
             r["passed"] = r["share"] >= args.min_share and not (
                 args.min_top1 is not None and r.get("top1_share") is not None and r["top1_share"] < args.min_top1)
             failed = failed or not r["passed"]
@@ -283,7 +306,8 @@ def main(argv=None):
         report["paths"][path_name] = {"session_config": config, "graph_optimization_level": str(level),
                                       "outputs": results}
 
-    header = ("path", "output", "dtype", "shape", "rule", "within", "share", "max diff (steps)", "top-1", "")
+    header = ("path", "output", "dtype", "shape", "rule", "within", "share", "max diff (steps)", "top-1", "accuracy",
+              "")
     table = [header]
     for path_name, name, r in rows:
         table.append((path_name, name, r["dtype"], "x".join(map(str, r["shape"])) or "scalar",
@@ -291,6 +315,7 @@ def main(argv=None):
                       f"{r['within']}/{r['elements']}", f"{r['share']:.6f}",
                       f"{r['max_diff_in_steps']:.3g} ({r['max_abs_diff']:.3g})",
                       "-" if r.get("top1_share") is None else f"{r['top1_share']:.4f}",
+                      "-" if r.get("accuracy") is None else f"{r['accuracy']:.4f} (expected {r['expected_accuracy']:.4f})",
                       "ok" if r["passed"] else "FAIL"))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:

@@ -3,6 +3,7 @@
 // against their simulation (a folded-BN QAT CNN, a reused block, a binarized network).
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -13,6 +14,7 @@
 #include <xquant/deploy/binary_gemm.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
+#include <xquant/deploy/integer_model_file.hpp>
 #include <xquant/quantizers/approx_sign.hpp>
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/wrappers/quant_conv2d.hpp>
@@ -280,4 +282,36 @@ TEST_CASE("lower: a layer without an integer form is named", "[deploy][lower]") 
   auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 8, 8, 1});
   CHECK_THROWS_WITH(xq::deploy::lower(qat, {8, 8, 1}),
                     Catch::Contains("average_pool2d") && Catch::Contains("a layer the integer engine has"));
+}
+
+TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and foreign files",
+          "[deploy][file]") {
+  auto model = make_small_cnn();
+  const xq::dataset data = quadrant_data(128, 31);
+  auto qat = trained_qat(model, data);
+  xq::deploy::lower_options lo;
+  lo.requant = requantization::tflite_double_rounding;
+  const auto engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+  const std::string path = "test_integer_model.xqi";
+  xq::deploy::save_integer_model(engine, path);
+  const auto back = xq::deploy::load_integer_model(path);
+  CHECK(back.summary() == engine.summary());
+  const xq::dataset test = quadrant_data(40, 32);
+  const bool same = back.run(test.inputs) == engine.run(test.inputs);
+  CHECK(same);
+  CHECK(xq::deploy::parity(qat, back, test.inputs).rows.size() == engine.parity_points.size());
+
+  std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  // A flipped byte in the payload: the CRC says so.
+  std::vector<std::uint8_t> flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x40;
+  CHECK_THROWS_AS(xq::deploy::decode_integer_model(flipped.data(), flipped.size(), "f.xqi"), xq::io_error);
+  // Truncated, empty, foreign.
+  CHECK_THROWS_WITH(xq::deploy::decode_integer_model(bytes.data(), bytes.size() / 3, "t.xqi"), Catch::Contains("t.xqi"));
+  CHECK_THROWS_AS(xq::deploy::decode_integer_model(bytes.data(), 0, "e.xqi"), xq::io_error);
+  const std::vector<std::uint8_t> ckpt = {0xa1, 0x66, 'f', 'o', 'r', 'm', 'a', 't', 0x61, 'x'};
+  CHECK_THROWS_WITH(xq::deploy::decode_integer_model(ckpt.data(), ckpt.size(), "c.xqi"),
+                    Catch::Contains("not an xquant integer model"));
+  CHECK_THROWS_AS(xq::deploy::load_integer_model("no_such_file.xqi"), xq::io_error);
+  std::remove(path.c_str());
 }

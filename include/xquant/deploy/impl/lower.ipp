@@ -22,40 +22,19 @@
 #include "../../kernels/padding.hpp"
 #include "../../wrappers/batch_norm_folding.hpp"
 #include "../lower.hpp"
+#include "../trace_walk.hpp"
 
 namespace xq::deploy::detail {
-
-/// The batch norm's inference arithmetic, as xq::ops::batch_norm computes it: y = (x - mean)
-/// * scale + offset with scale = gamma * float(1 / sqrt(double(variance) + epsilon)).
-struct norm_affine {
-  std::vector<float> mean, scale, offset;
-};
-
-inline norm_affine affine_of(const batch_norm& bn, const std::string& where) {
-  if (!bn.moving_mean()) throw argument_error(where, "a built batch_norm", "one never called");
-  const std::size_t c = bn.moving_mean()->value.size();
-  norm_affine a;
-  for (std::size_t i = 0; i < c; ++i) {
-    const float inv_std = static_cast<float>(
-        1.0 / std::sqrt(static_cast<double>(bn.moving_variance()->value.data()[i]) + static_cast<double>(bn.epsilon())));
-    a.mean.push_back(bn.moving_mean()->value.data()[i]);
-    a.scale.push_back((bn.gamma() ? bn.gamma()->value.data()[i] : 1.0f) * inv_std);
-    a.offset.push_back(bn.beta() ? bn.beta()->value.data()[i] : 0.0f);
-  }
-  return a;
-}
 
 inline bool same_grid(const engine_tensor& meta, const quantization_grid& g) {
   return meta.kind == value_kind::integer && meta.scale == g.scale[0] && meta.zero_point == g.zero_point[0] &&
          meta.qmin == g.qmin && meta.qmax == g.qmax;
 }
 
-class lowering {
+class lowering : trace_walk {
  public:
-  lowering(const graph_trace& g, const layer_table& t, const lower_options& o) : g_(g), t_(t), o_(o) {
+  lowering(const graph_trace& g, const layer_table& t, const lower_options& o) : trace_walk(g, t), o_(o) {
     model_.scheme = o.requant;
-    std::unordered_map<std::string, std::size_t> seen;
-    for (const traced_call& c : g.calls()) occurrence_.push_back(c.function ? 0 : seen[c.path]++);
   }
 
   integer_model run(const variable_state* input, const variable_state* output, const std::vector<std::size_t>& shape) {
@@ -146,8 +125,7 @@ class lowering {
       m.qmax = grid.qmax;
       v = emit(std::move(op), c.path, {v}, m);
     }
-    model_.parity_points.push_back(parity_point{c.path + " input" + (input ? " " + std::to_string(input) : ""),
-                                                c.path, occurrence_[call], input, q.path(), v, false});
+    model_.parity_points.push_back(parity_point{input_label(call, input), c.path, occurrence_[call], input, q.path(), v, false});
     return v;
   }
 
@@ -158,27 +136,11 @@ class lowering {
       if (meta_[v].kind == value_kind::integer) v = to_real(v, c.path);
       v = emit(std::make_unique<sign_op>(), c.path, {v}, kind_meta(value_kind::bits));
     }
-    model_.parity_points.push_back(parity_point{c.path + " input (±1)", c.path, occurrence_[call], 0, "", v, true});
+    model_.parity_points.push_back(parity_point{input_label(call, 0) + " (±1)", c.path, occurrence_[call], 0, "", v, true});
     return v;
   }
 
   // --- the trace -------------------------------------------------------------------
-
-  const layer_info* info_of(const traced_call& c) const {
-    if (c.function) return nullptr;
-    const auto it = t_.find(c.path);
-    return it == t_.end() ? nullptr : &it->second;
-  }
-
-  std::size_t call_number(const traced_call* c) const { return std::size_t(c - g_.calls().data()); }
-
-  /// The quantizer of `sites` at the call site of call number `i`, if on.
-  const fake_quantizer* site_quantizer(const site_quantizers* sites, std::size_t i) const {
-    if (!sites || !sites->enabled()) return nullptr;
-    const std::size_t k = sites->call_sites() > 1 ? occurrence_[i] : 0;
-    const fake_quantizer& q = sites->site(k);
-    return q.enabled() ? &q : nullptr;
-  }
 
   /// Whether an op passes a monotone rounding through unchanged and has no quantizer of its own.
   bool commutes(const traced_call* c) const {
@@ -192,15 +154,6 @@ class lowering {
 
   /// The quantizer every use of `s` meets first, through commuting ops; null if a use
   /// meets none (a model output, a float layer) or two uses meet different grids.
-  /// The calls that take `s`, but not those that give it back unchanged (dropout at
-  /// inference returns its input: its users take `s` too).
-  std::vector<const traced_call*> uses_of(const variable_state* s) const {
-    std::vector<const traced_call*> uses;
-    for (const traced_call* u : g_.consumers(s))
-      if (u->output != s) uses.push_back(u);
-    return uses;
-  }
-
   const fake_quantizer* next_quantizer(const variable_state* s) const {
     std::vector<const traced_call*> uses = uses_of(s);
     while (uses.size() == 1 && commutes(uses[0])) {
@@ -314,14 +267,8 @@ class lowering {
     const double s_in = meta_[v].scale;
 
     // The kernel the simulation fake-quantizes (folded: kernel * s, with its arithmetic).
-    tensor kernel = info.kernel;
     std::vector<float> fold_scale;
-    if (info.fold) {
-      const xq::no_grad nothing_recorded;
-      const var s = ops::fold_scale(*info.fold);
-      kernel = ops::scale_channels(var(info.kernel), s, c.path).value();
-      fold_scale.assign(s.value().begin(), s.value().end());
-    }
+    const tensor kernel = quantized_kernel_input(info, &fold_scale);
     const std::size_t f = info.linear_form == layer_info::form::depthwise_conv2d
                               ? kernel.shape()[2] * kernel.shape()[3]
                               : kernel.shape().back();
@@ -331,20 +278,8 @@ class lowering {
     const quantization_grid wg = wq->grid(wl.channels);
     const std::vector<std::int32_t> wq_int = wq->integers(kernel);
 
-    // Which weight channel scales output channel o: the output axis, or for a depthwise
-    // kernel (KH, KW, C, M) the input channel C (NVIDIA's axis 2) or M.
-    const long rank = long(kernel.dimension());
-    const long axis = wg.per_channel ? (wg.channel_axis < 0 ? wg.channel_axis + rank : wg.channel_axis) : -1;
-    auto weight_channel = [&](std::size_t o) -> std::size_t {
-      if (!wg.per_channel) return 0;
-      if (info.linear_form == layer_info::form::depthwise_conv2d) {
-        if (axis == 2) return o / info.depth_multiplier;
-        if (axis == 3) return o % info.depth_multiplier;
-      } else if (axis == rank - 1) {
-        return o;
-      }
-      throw argument_error(wq->path(), "a per-channel kernel grid on the output-channel axis",
-                           xq::detail::concat("axis ", wg.channel_axis, " of a kernel of shape ", xq::detail::shape_string(kernel.shape())));
+    auto weight_channel = [&](std::size_t o) {
+      return detail::weight_channel(info, wg, kernel.dimension(), o, wq->path());
     };
 
     // A batch norm fed by this layer alone is absorbed when the output is requantized.
@@ -555,12 +490,9 @@ class lowering {
     value_of_[c.output] = out;
   }
 
-  const graph_trace& g_;
-  const layer_table& t_;
   lower_options o_;
   integer_model model_;
   std::vector<engine_tensor> meta_;
-  std::vector<std::size_t> occurrence_;
   std::unordered_map<const variable_state*, std::size_t> value_of_;
   std::set<std::size_t> skipped_;
 };

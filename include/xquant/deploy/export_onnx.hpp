@@ -1,0 +1,92 @@
+#pragma once
+/// \file export_onnx.hpp
+/// `xq::deploy::export_onnx(model, sample_shape)`: a model as an ONNX QDQ file that a runtime
+/// (onnxruntime, TensorRT) executes, computing what the simulation computed.
+///
+/// The walk is lowering's (lower.hpp): one traced inference pass and the layer table. Each
+/// call becomes ONNX nodes, each fake quantizer that is on a QuantizeLinear →
+/// DequantizeLinear pair with its grid (quantization_grid.hpp):
+///  - inputs of conv / depthwise / dense (and of any layer whose input QDQ is on): Q → DQ,
+///    per tensor, int8 (or uint8 with a zero point for tfmot's asymmetric grids); a grid
+///    narrower than its type (narrow range, < 8 bits) adds a Clip after Q, as Brevitas does,
+///    because Q saturates to the whole type;
+///  - kernels, by `weight_layout`: `int8_weights` (the default) stores the integers the
+///    simulation used (its kernel quantizer's, on the folded kernel when a batch norm is
+///    folded) and a DequantizeLinear with the per-channel scales, so no runtime re-rounds a
+///    weight; `float_qdq` stores float weights + QuantizeLinear + DequantizeLinear with zero
+///    point 0, NVIDIA/TensorRT's layout. With opset 21, kernels of at most 4 bits are int4;
+///  - a folded batch norm is folded into the conv's bias (frozen statistics); the bias is an
+///    int32 tensor + DequantizeLinear at scale s_in * s_w (what onnxruntime fuses into
+///    QLinearConv / QGemm), or float in the float_qdq layout; an unfolded batch norm is a
+///    BatchNormalization node;
+///  - Larq's binary layers use standard operators: sign as GreaterOrEqual + Where (sign(0)
+///    = +1), the ±1 kernel as int8 + DequantizeLinear (scale 1), "same" padding with +1
+///    as a Pad node, so any runtime runs them;
+///  - a layer called twice is nodes twice over one set of initializers.
+/// The graph takes and returns NHWC tensors like xquant (a Transpose to and from ONNX's
+/// NCHW around the spatial part; a flatten after a conv transposes back first, so the
+/// features come in xquant's order). The model's metadata records the numerics of every
+/// quantizer and how the file's rounding relates to training's.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../config.hpp"
+#include "lower.hpp"
+#include "onnx_model.hpp"
+
+namespace xq::deploy {
+
+enum class onnx_weight_layout {
+  int8_weights,  ///< the simulation's integers + DequantizeLinear (Brevitas' default)
+  float_qdq      ///< float weights + QuantizeLinear + DequantizeLinear, zero point 0 (NVIDIA's toolkit)
+};
+
+struct export_options {
+  onnx_weight_layout weight_layout = onnx_weight_layout::int8_weights;
+  /// 13 (per-axis QDQ) by default; 21 stores kernels of <= 4 bits as int4.
+  std::int64_t opset = 13;
+  /// Also output every quantized activation (the Q node's integers, after any Clip), named
+  /// "q:<layer path> input": onnxruntime's integers can then be compared with the integer
+  /// engine's and the simulation's layer by layer. Spatial ones are NCHW.
+  bool expose_quantized = false;
+  /// A layer called more than once (a shared feature extractor) keeps one copy of its
+  /// kernel and bias initializers, used by each call site's nodes — the model as written.
+  /// Off: each call site gets its own copies. onnxruntime 1.32's QDQ fusion
+  /// (ORT_ENABLE_ALL) cannot load a quantized kernel shared by two Conv nodes ("Attempt
+  /// to replace the existing tensor"); its reference path can. Measured; see the tests.
+  bool share_reused_weights = true;
+  std::string input_name = "input";
+  std::string output_name = "output";
+};
+
+namespace detail {
+XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
+                                 const variable_state* output, const std::vector<std::size_t>& sample_shape,
+                                 const export_options& o);
+}  // namespace detail
+
+/// `model` as an ONNX model for inputs of shape (N, sample_shape...) (see the file comment).
+template <class Model>
+onnx::model export_onnx(Model& model, const std::vector<std::size_t>& sample_shape, const export_options& o = {}) {
+  layer_table table;
+  detail::build_and_describe(model, sample_shape, table);
+  graph_trace trace;
+  var input, output;
+  detail::traced_pass(model, sample_shape, input, output);
+  return detail::export_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+}
+
+/// The same, written to `path` atomically (onnx::save).
+template <class Model>
+void export_onnx(Model& model, const std::vector<std::size_t>& sample_shape, const std::string& path,
+                 const export_options& o = {}) {
+  onnx::save(export_onnx(model, sample_shape, o), path);
+}
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/export_onnx.ipp"
+#endif

@@ -1,0 +1,524 @@
+#pragma once
+/// \file export_onnx.ipp
+/// The ONNX exporter's walk (deploy/export_onnx.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../kernels/channel_layout.hpp"
+#include "../../kernels/padding.hpp"
+#include "../export_onnx.hpp"
+#include "../trace_walk.hpp"
+
+namespace xq::deploy::detail {
+
+namespace ox = xq::onnx;
+
+/// What the exporter knows of a value: its name in the graph and, for rank 4, whether it
+/// is laid out NCHW (ONNX's spatial ops) or NHWC (xquant's).
+struct onnx_value {
+  std::string name;
+  std::size_t rank = 0;
+  bool nchw = false;
+};
+
+inline std::vector<std::int64_t> dims64(const tensor::shape_type& s) { return std::vector<std::int64_t>(s.begin(), s.end()); }
+
+class exporter : trace_walk {
+ public:
+  exporter(const graph_trace& g, const layer_table& t, const export_options& o) : trace_walk(g, t), o_(o) {
+    if (o.opset != 13 && o.opset < 19)
+      throw argument_error("export_onnx", "opset 13, or 19 and later", xq::detail::concat(o.opset));
+  }
+
+  ox::model run(const variable_state* input, const variable_state* output, const std::vector<std::size_t>& shape) {
+    std::vector<ox::dimension> in_dims{ox::dimension("N")};
+    for (std::size_t d : shape) in_dims.emplace_back(std::int64_t(d));
+    g_out_.inputs.push_back(ox::value_info(o_.input_name, ox::data_type::float32, in_dims));
+    values_[input] = onnx_value{o_.input_name, shape.size() + 1, false};
+    const auto& calls = g_.calls();
+    for (std::size_t i = 0; i < calls.size(); ++i) export_call(i);
+    onnx_value out = value(output, "the model's output");
+    out = to_nhwc(out);
+    g_out_.add_node("Identity", {out.name}, {o_.output_name});
+    std::vector<ox::dimension> out_dims{ox::dimension("N")};
+    for (std::size_t d = 1; d < output->value.dimension(); ++d) out_dims.emplace_back(std::int64_t(output->value.shape()[d]));
+    g_out_.outputs.push_back(ox::value_info(o_.output_name, ox::data_type::float32, out_dims));
+    g_out_.name = "xquant";
+    ox::model m(std::move(g_out_), o_.opset);
+    m.doc_string = "Exported by xquant's export_onnx: QuantizeLinear/DequantizeLinear where the simulation "
+                   "fake-quantizes.";
+    m.metadata_props.push_back({"xquant.weight_layout", o_.weight_layout == onnx_weight_layout::int8_weights
+                                                            ? "int8_weights: the simulation's integers + DequantizeLinear"
+                                                            : "float_qdq: float weights + QuantizeLinear + DequantizeLinear"});
+    m.metadata_props.push_back(
+        {"xquant.layout", "inputs and outputs NHWC as in xquant; spatial tensors inside NCHW"});
+    for (const auto& kv : numerics_) m.metadata_props.push_back({"xquant.rounding." + kv.first, kv.second});
+    for (const auto& kv : quantizer_notes_) m.metadata_props.push_back({"xquant.quantizer." + kv.first, kv.second});
+    return m;
+  }
+
+ private:
+  // --- values ----------------------------------------------------------------------
+
+  onnx_value value(const variable_state* s, const std::string& who) const {
+    const auto it = values_.find(s);
+    if (it == values_.end())
+      throw argument_error(who, "an input made by a layer or an xq::ops function with a layer form",
+                           "a value computed by code the trace does not see (write it as a layer)");
+    return it->second;
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string n = base;
+    for (std::size_t k = 1; used_.count(n); ++k) n = base + "_" + std::to_string(k);
+    used_.insert(n);
+    return n;
+  }
+
+  std::string add_initializer(ox::tensor_data t) {
+    t.name = fresh(t.name);
+    return g_out_.add_initializer(std::move(t));
+  }
+
+  std::string node(const std::string& op, std::vector<std::string> in, const std::string& out_base,
+                   std::vector<ox::attribute> attrs = {}) {
+    const std::string out = fresh(out_base);
+    g_out_.add_node(op, std::move(in), {out}, std::move(attrs), fresh("node/" + out));
+    return out;
+  }
+
+  onnx_value to_nchw(onnx_value v) {
+    if (v.rank != 4 || v.nchw) return v;
+    v.name = node("Transpose", {v.name}, v.name + "/nchw", {ox::ints_attribute("perm", {0, 3, 1, 2})});
+    v.nchw = true;
+    return v;
+  }
+  onnx_value to_nhwc(onnx_value v) {
+    if (v.rank != 4 || !v.nchw) return v;
+    v.name = node("Transpose", {v.name}, v.name + "/nhwc", {ox::ints_attribute("perm", {0, 2, 3, 1})});
+    v.nchw = false;
+    return v;
+  }
+
+  // --- quantizers ------------------------------------------------------------------
+
+  static ox::data_type storage(const quantization_grid& g, const std::string& where) {
+    if (g.fits_int8()) return ox::data_type::int8;
+    if (g.fits_uint8()) return ox::data_type::uint8;
+    throw argument_error(where, "an activation grid of int8 or uint8 integers for ONNX QuantizeLinear", describe(g));
+  }
+
+  void note_quantizer(const fake_quantizer& q, const quantization_grid& g) {
+    quantizer_notes_[q.path()] = q.describe() + "; " + describe(g);
+    switch (q.config().numerics) {
+      case quant_numerics::tf_qdq:
+        numerics_["tf_qdq"] =
+            "training rounded half to even after multiplying by qmax / max (TF QuantizeAndDequantizeV4, NVIDIA's "
+            "toolkit); QuantizeLinear divides by the scale, which differs in about 1e-6 of values, by one step";
+        break;
+      case quant_numerics::tf_fake_quant:
+        numerics_["tf_fake_quant"] =
+            "training rounded half up on the nudged range (TF FakeQuantWithMinMaxVars, tfmot); QuantizeLinear "
+            "rounds half to even: exact ties and about 1e-6 of values differ by one step";
+        break;
+      case quant_numerics::torch_fake_quant:
+        numerics_["torch_fake_quant"] =
+            "training rounded half to even after multiplying by 1 / scale (PyTorch fake_quantize_*_affine); "
+            "QuantizeLinear divides: about 1e-6 of values differ by one step";
+        break;
+    }
+  }
+
+  /// x (float) through Q → [Clip] → DQ with the activation quantizer `q`.
+  std::string qdq(const std::string& x, const fake_quantizer& q, const std::string& label,
+                  const tensor::shape_type& shape) {
+    if (q.config().per_channel)
+      throw argument_error(q.path(), "a per-tensor activation quantizer", "a per-channel one");
+    const quantization_grid g = q.grid(1);
+    note_quantizer(q, g);
+    auto cached = activation_params_.find(&q);
+    if (cached == activation_params_.end()) {
+      const ox::data_type t = storage(g, q.path());
+      const std::string scale = add_initializer(ox::tensor_data::float32_scalar(q.path() + "/scale", g.scale[0]));
+      const std::string zp =
+          add_initializer(t == ox::data_type::int8
+                              ? ox::tensor_data::int8_scalar(q.path() + "/zero_point", std::int8_t(g.zero_point[0]))
+                              : ox::tensor_data::uint8_scalar(q.path() + "/zero_point", std::uint8_t(g.zero_point[0])));
+      std::string lo, hi;
+      const bool clip = t == ox::data_type::int8 ? (g.qmin > -128 || g.qmax < 127) : (g.qmin > 0 || g.qmax < 255);
+      if (clip) {
+        lo = add_initializer(t == ox::data_type::int8 ? ox::tensor_data::int8_scalar(q.path() + "/qmin", std::int8_t(g.qmin))
+                                                      : ox::tensor_data::uint8_scalar(q.path() + "/qmin", std::uint8_t(g.qmin)));
+        hi = add_initializer(t == ox::data_type::int8 ? ox::tensor_data::int8_scalar(q.path() + "/qmax", std::int8_t(g.qmax))
+                                                      : ox::tensor_data::uint8_scalar(q.path() + "/qmax", std::uint8_t(g.qmax)));
+      }
+      cached = activation_params_.emplace(&q, std::vector<std::string>{scale, zp, lo, hi}).first;
+    }
+    const auto& p = cached->second;
+    std::string quantized = node("QuantizeLinear", {x, p[0], p[1]}, q.path() + "/q");
+    if (!p[2].empty()) quantized = node("Clip", {quantized, p[2], p[3]}, q.path() + "/clip");
+    if (o_.expose_quantized) {
+      const std::string out = "q:" + label;
+      if (!used_.count(out)) {
+        used_.insert(out);
+        g_out_.add_node("Identity", {quantized}, {out}, {}, fresh("node/" + out));
+        std::vector<ox::dimension> dims{ox::dimension("N")};
+        if (shape.size() == 4) {  // exposed spatial tensors are NCHW, as inside the graph
+          for (std::size_t d : {3, 1, 2}) dims.emplace_back(std::int64_t(shape[d]));
+        } else {
+          for (std::size_t d = 1; d < shape.size(); ++d) dims.emplace_back(std::int64_t(shape[d]));
+        }
+        g_out_.outputs.push_back(ox::value_info(out, storage(g, q.path()), dims));
+      }
+    }
+    return node("DequantizeLinear", {quantized, p[0], p[1]}, q.path() + "/dq");
+  }
+
+  // --- calls -----------------------------------------------------------------------
+
+  void export_call(std::size_t i) {
+    const traced_call& c = g_.calls()[i];
+    if (c.function) {
+      if (c.type != "relu")
+        throw argument_error("xq::ops::" + c.type, "a function with an ONNX form (relu)", "xq::ops::" + c.type);
+      onnx_value v = value(c.inputs.at(0), c.describe());
+      v.name = node("Relu", {v.name}, "relu");
+      values_[c.output] = v;
+      return;
+    }
+    const layer_info* info = info_of(c);
+    if (!info || info->what == layer_info::kind::none)
+      throw argument_error(c.path, "a layer with an ONNX form (conv2d, depthwise_conv2d, dense, max_pool2d, "
+                                   "batch_norm, relu, flatten, reshape, dropout, Larq sign layers)",
+                           "a " + c.type + " layer");
+    onnx_value v = value(c.inputs.at(0), c.describe());
+    if (info->what != layer_info::kind::linear)
+      if (const fake_quantizer* q = site_quantizer(info->input, i)) v.name = qdq(v.name, *q, input_label(i, 0), c.inputs[0]->value.shape());
+    switch (info->what) {
+      case layer_info::kind::identity: values_[c.output] = v; return;
+      case layer_info::kind::relu:
+        v.name = node("Relu", {v.name}, c.path);
+        values_[c.output] = v;
+        return;
+      case layer_info::kind::flatten:
+      case layer_info::kind::reshape: {
+        v = to_nhwc(v);
+        const auto& s = c.output->value.shape();
+        std::vector<std::int64_t> target{-1};
+        for (std::size_t d = 1; d < s.size(); ++d) target.push_back(std::int64_t(s[d]));
+        if (s.size() == 2) {
+          v.name = node("Flatten", {v.name}, c.path, {ox::int_attribute("axis", 1)});
+        } else {
+          const std::string shape = add_initializer(ox::tensor_data::int64(c.path + "/shape", {std::int64_t(target.size())}, target));
+          v.name = node("Reshape", {v.name, shape}, c.path);
+        }
+        v.rank = s.size();
+        v.nchw = false;
+        values_[c.output] = v;
+        return;
+      }
+      case layer_info::kind::max_pool: {
+        v = to_nchw(v);
+        const auto& s = c.inputs[0]->value.shape();
+        const window_axis a = resolve_axis(s[1], info->pool[0], info->pool_strides[0], 1, info->pool_padding);
+        const window_axis b = resolve_axis(s[2], info->pool[1], info->pool_strides[1], 1, info->pool_padding);
+        v.name = node("MaxPool", {v.name}, c.path,
+                      {ox::ints_attribute("kernel_shape", {std::int64_t(info->pool[0]), std::int64_t(info->pool[1])}),
+                       ox::ints_attribute("strides", {std::int64_t(info->pool_strides[0]), std::int64_t(info->pool_strides[1])}),
+                       ox::ints_attribute("pads", {std::int64_t(a.pad_before), std::int64_t(b.pad_before),
+                                                   std::int64_t(a.pad_after), std::int64_t(b.pad_after)})});
+        values_[c.output] = v;
+        return;
+      }
+      case layer_info::kind::batch_norm: {
+        if (info->fold) {  // folded into the conv before it
+          values_[c.output] = v;
+          return;
+        }
+        v = to_nchw(v);
+        const norm_affine a = affine_of(*info->norm, c.path);
+        const std::int64_t ch = std::int64_t(a.mean.size());
+        // BatchNormalization with mean, variance 1 - eps... would re-round; instead the
+        // affine form xquant computes: (x - mean) * scale + offset as Sub, Mul, Add.
+        const std::vector<std::int64_t> dims = v.rank == 4 ? std::vector<std::int64_t>{ch, 1, 1} : std::vector<std::int64_t>{ch};
+        const std::string mean = add_initializer(ox::tensor_data::float32(c.path + "/mean", dims, a.mean));
+        const std::string scale = add_initializer(ox::tensor_data::float32(c.path + "/scale", dims, a.scale));
+        const std::string offset = add_initializer(ox::tensor_data::float32(c.path + "/offset", dims, a.offset));
+        std::string y = node("Sub", {v.name, mean}, c.path + "/centered");
+        y = node("Mul", {y, scale}, c.path + "/scaled");
+        v.name = node("Add", {y, offset}, c.path);
+        values_[c.output] = v;
+        return;
+      }
+      case layer_info::kind::linear: export_linear(i, *info, v); return;
+      case layer_info::kind::none: break;
+    }
+  }
+
+  /// The ONNX kernel of a linear layer from integers or floats in Keras layout (HWIO,
+  /// depthwise HW·C·M, dense (K, F)) → OIHW (depthwise (C·M, 1, KH, KW)) or (K, F).
+  template <class T>
+  static std::vector<T> to_onnx_layout(const std::vector<T>& w, const layer_info& info, const tensor::shape_type& s,
+                                       std::vector<std::int64_t>& dims) {
+    if (info.linear_form == layer_info::form::dense) {
+      dims = {std::int64_t(s[0]), std::int64_t(s[1])};
+      return w;
+    }
+    const std::size_t kh = s[0], kw = s[1], c = s[2], f = s[3];
+    std::vector<T> out(w.size());
+    if (info.linear_form == layer_info::form::conv2d) {
+      dims = {std::int64_t(f), std::int64_t(c), std::int64_t(kh), std::int64_t(kw)};
+      for (std::size_t u = 0; u < kh; ++u)
+        for (std::size_t v = 0; v < kw; ++v)
+          for (std::size_t ch = 0; ch < c; ++ch)
+            for (std::size_t o = 0; o < f; ++o) out[((o * c + ch) * kh + u) * kw + v] = w[((u * kw + v) * c + ch) * f + o];
+    } else {  // depthwise: (KH, KW, C, M) → (C*M, 1, KH, KW), output channel ch*M + m
+      dims = {std::int64_t(c * f), 1, std::int64_t(kh), std::int64_t(kw)};
+      for (std::size_t u = 0; u < kh; ++u)
+        for (std::size_t v = 0; v < kw; ++v)
+          for (std::size_t ch = 0; ch < c; ++ch)
+            for (std::size_t m = 0; m < f; ++m) out[((ch * f + m) * kh + u) * kw + v] = w[((u * kw + v) * c + ch) * f + m];
+    }
+    return out;
+  }
+
+  void export_linear(std::size_t i, const layer_info& info, onnx_value v) {
+    const traced_call& c = g_.calls()[i];
+    const bool dense = info.linear_form == layer_info::form::dense;
+    const fake_quantizer* iq = info.larq ? nullptr : site_quantizer(info.input, i);
+    const fake_quantizer* wq = !info.larq && info.weight && info.weight->enabled() ? info.weight : nullptr;
+    using lq = layer_info::larq_quantizer;
+    if (info.larq && info.larq_input == lq::other)
+      throw argument_error(c.path, "Larq input quantizers with an ONNX form (ste_sign, approx_sign)",
+                           "another quantizer");
+    v = dense ? to_nhwc(v) : to_nchw(v);
+    if (iq) v.name = qdq(v.name, *iq, input_label(i, 0), c.inputs[0]->value.shape());
+    if (info.larq && info.larq_input == lq::sign) {  // sign(x), sign(0) = +1
+      const std::string zero = constant(0.0f), one = constant(1.0f), minus = constant(-1.0f);
+      const std::string ge = node("GreaterOrEqual", {v.name, zero}, c.path + "/nonnegative");
+      v.name = node("Where", {ge, one, minus}, c.path + "/sign");
+    }
+    if (!dense && info.larq && info.larq_input == lq::sign && info.geometry.padding == xq::padding::same &&
+        info.pad_value != 0.0f) {  // Larq's pad_values: pad with the value, then a valid window
+      const auto& s = c.inputs[0]->value.shape();
+      const window_axis a = resolve_axis(s[1], info.kernel_size[0], info.geometry.strides[0], info.geometry.dilation[0], xq::padding::same);
+      const window_axis b = resolve_axis(s[2], info.kernel_size[1], info.geometry.strides[1], info.geometry.dilation[1], xq::padding::same);
+      const std::string pads = add_initializer(ox::tensor_data::int64(
+          c.path + "/pads", {8},
+          {0, 0, std::int64_t(a.pad_before), std::int64_t(b.pad_before), 0, 0, std::int64_t(a.pad_after), std::int64_t(b.pad_after)}));
+      v.name = node("Pad", {v.name, pads, constant(info.pad_value)}, c.path + "/padded", {ox::string_attribute("mode", "constant")});
+      pad_done_ = true;
+    }
+
+    // The kernel: the integers the simulation used, or floats.
+    std::vector<float> fold_scale;
+    const tensor kernel = info.larq ? (info.larq_kernel == lq::none ? info.kernel : info.larq_quantized_kernel)
+                                    : quantized_kernel_input(info, &fold_scale);
+    const auto& ks = kernel.shape();
+    const std::size_t f = info.linear_form == layer_info::form::depthwise_conv2d ? ks[2] * ks[3] : ks.back();
+    const std::string wname = c.path + "/kernel";
+    // Initializers once per layer; the nodes that dequantize them once per call site (a
+    // DequantizeLinear shared by two convs makes onnxruntime 1.32's QDQ fusion fail with
+    // "Attempt to replace the existing tensor").
+    const std::string weight_key = o_.share_reused_weights ? c.path : c.path + "#" + std::to_string(occurrence_[i]);
+    auto cached = kernels_.find(weight_key);
+    if (cached == kernels_.end()) {
+      kernel_entry k;
+      if (wq || (info.larq && info.larq_kernel == lq::sign)) {
+        std::vector<std::int32_t> q;
+        quantization_grid wg;
+        if (wq) {
+          const kernels::channel_layout wl =
+              wq->config().per_channel ? kernels::channel_layout::of(ks, wq->config().channel_axis, wq->path().c_str())
+                                       : kernels::channel_layout{1, 1, kernel.size()};
+          wg = wq->grid(wl.channels);
+          q = wq->integers(kernel);
+          note_quantizer(*wq, wg);
+          if (!wg.symmetric() && o_.weight_layout == onnx_weight_layout::float_qdq)
+            throw argument_error(wq->path(), "a symmetric kernel grid (zero point 0) for the float_qdq layout",
+                                 describe(wg));
+        } else {  // Larq's ±1 kernel: integers with scale 1
+          wg.scale = {1.0f};
+          wg.zero_point = {0};
+          wg.qmin = -1;
+          wg.qmax = 1;
+          q.resize(kernel.size());
+          for (std::size_t e = 0; e < q.size(); ++e) q[e] = kernel.data()[e] < 0 ? -1 : 1;
+        }
+        if (!wg.fits_int8()) throw argument_error(wname, "a kernel grid of int8 integers", describe(wg));
+        std::vector<float> scales(f);
+        std::vector<std::int8_t> zps(f);
+        k.channel_scale.assign(f, 1.0f);
+        for (std::size_t o = 0; o < f; ++o) {
+          const std::size_t ch = weight_channel(info, wg, kernel.dimension(), o, wname);
+          k.channel_scale[o] = scales[o] = wg.scale[ch];
+          zps[o] = std::int8_t(wg.zero_point[ch]);
+        }
+        k.per_channel = wg.per_channel && wg.channels() > 1;
+        const std::vector<std::int64_t> sdims =
+            k.per_channel ? std::vector<std::int64_t>{std::int64_t(f)} : std::vector<std::int64_t>{};
+        if (!k.per_channel) {
+          scales.resize(1);
+          zps.resize(1);
+        }
+        const bool int4 = o_.opset >= 21 && wg.num_bits <= 4 && !info.larq;
+        k.scale = add_initializer(ox::tensor_data::float32(wname + "/scale", sdims, scales));
+        k.zero_point = add_initializer(int4 ? ox::tensor_data::int4(wname + "/zero_point", sdims, zps)
+                                            : ox::tensor_data::int8(wname + "/zero_point", sdims, zps));
+        std::vector<std::int8_t> q8(q.size());
+        for (std::size_t e = 0; e < q.size(); ++e) q8[e] = std::int8_t(q[e]);
+        std::vector<std::int64_t> wdims;
+        if (o_.weight_layout == onnx_weight_layout::int8_weights || info.larq) {
+          const std::vector<std::int8_t> ql = to_onnx_layout(q8, info, ks, wdims);
+          k.stored = add_initializer(int4 ? ox::tensor_data::int4(wname, wdims, ql) : ox::tensor_data::int8(wname, wdims, ql));
+          k.dequantize = true;
+        } else {  // NVIDIA: the float kernel the quantizer saw, Q then DQ
+          const std::vector<float> kl = to_onnx_layout(std::vector<float>(kernel.begin(), kernel.end()), info, ks, wdims);
+          k.stored = add_initializer(ox::tensor_data::float32(wname, wdims, kl));
+          k.quantize = k.dequantize = true;
+        }
+      } else {  // float kernel (a float model, or its kernel quantizer off; folded: kernel * s)
+        std::vector<std::int64_t> wdims;
+        const std::vector<float> kl = to_onnx_layout(std::vector<float>(kernel.begin(), kernel.end()), info, ks, wdims);
+        k.stored = add_initializer(ox::tensor_data::float32(wname, wdims, kl));
+        k.channel_scale.assign(f, 1.0f);
+      }
+      cached = kernels_.emplace(weight_key, std::move(k)).first;
+    }
+    const kernel_entry& k = cached->second;
+    const std::vector<float>& channel_scale = k.channel_scale;
+    std::string weight = k.stored;
+    std::vector<ox::attribute> axis_attr;
+    if (k.per_channel) axis_attr.push_back(ox::int_attribute("axis", dense ? 1 : 0));
+    if (k.quantize) weight = node("QuantizeLinear", {weight, k.scale, k.zero_point}, wname + "/q", axis_attr);
+    if (k.dequantize) weight = node("DequantizeLinear", {weight, k.scale, k.zero_point}, wname + "/dq", axis_attr);
+
+    // The bias: folded batch norm and the layer's own, int32 at s_in * s_w when the input
+    // and kernel are quantized (onnxruntime fuses it into QLinearConv / QGemm), else float.
+    const traced_call* norm_call = nullptr;
+    norm_affine norm;
+    if (info.fold) {
+      const auto uses = uses_of(c.output);
+      const layer_info* ni = uses.size() == 1 ? info_of(*uses[0]) : nullptr;
+      if (!ni || ni->what != layer_info::kind::batch_norm)
+        throw argument_error(c.path, "its folded batch norm as the only use of its output", "another use");
+      norm_call = uses[0];
+      norm = affine_of(*ni->norm, ni->path);
+    }
+    const bool has_bias = info.bias.size() > 0 || norm_call;
+    std::string bias;
+    if (has_bias) {
+      // An int32 bias is at s_in * s_w: call sites with their own input ranges need their own.
+      const std::string bias_key =
+          weight_key + (iq ? "@" + xq::detail::concat(iq->grid(1).scale[0]) : std::string());
+      auto b_cached = biases_.find(bias_key);
+      if (b_cached == biases_.end()) {
+        std::vector<double> b(f);
+        for (std::size_t o = 0; o < f; ++o) {
+          b[o] = info.bias.size() ? double(info.bias.data()[o]) : 0.0;
+          if (norm_call) b[o] = (b[o] - double(norm.mean[o])) * double(norm.scale[o]) + double(norm.offset[o]);
+        }
+        std::vector<std::string> names;
+        if (iq && wq && o_.weight_layout == onnx_weight_layout::int8_weights) {
+          const float s_in = iq->grid(1).scale[0];
+          std::vector<std::int32_t> bi(f);
+          std::vector<float> bs(f);
+          for (std::size_t o = 0; o < f; ++o) {
+            bs[o] = s_in * channel_scale[o];
+            bi[o] = std::int32_t(std::nearbyint(b[o] / double(bs[o])));
+          }
+          names.push_back(add_initializer(ox::tensor_data::int32(c.path + "/bias", {std::int64_t(f)}, bi)));
+          names.push_back(add_initializer(ox::tensor_data::float32(c.path + "/bias/scale", {std::int64_t(f)}, bs)));
+          names.push_back(add_initializer(
+              ox::tensor_data::int32(c.path + "/bias/zero_point", {std::int64_t(f)}, std::vector<std::int32_t>(f, 0))));
+        } else {
+          names.push_back(add_initializer(
+              ox::tensor_data::float32(c.path + "/bias", {std::int64_t(f)}, std::vector<float>(b.begin(), b.end()))));
+        }
+        b_cached = biases_.emplace(bias_key, std::move(names)).first;
+      }
+      const auto& names = b_cached->second;
+      bias = names.size() == 1 ? names[0]
+                               : node("DequantizeLinear", {names[0], names[1], names[2]}, c.path + "/bias/dq",
+                                      {ox::int_attribute("axis", 0)});
+    }
+
+    std::string y;
+    if (dense) {
+      if (v.rank == 2) {
+        std::vector<std::string> in{v.name, weight};
+        if (has_bias) in.push_back(bias);
+        y = node("Gemm", in, c.path);
+      } else {
+        y = node("MatMul", {v.name, weight}, c.path + "/matmul");
+        if (has_bias) y = node("Add", {y, bias}, c.path);
+      }
+    } else {
+      const auto& s = c.inputs[0]->value.shape();
+      std::vector<std::int64_t> pads{0, 0, 0, 0};
+      if (!pad_done_) {
+        const window_axis a = resolve_axis(s[1], info.kernel_size[0], info.geometry.strides[0], info.geometry.dilation[0], info.geometry.padding);
+        const window_axis b = resolve_axis(s[2], info.kernel_size[1], info.geometry.strides[1], info.geometry.dilation[1], info.geometry.padding);
+        pads = {std::int64_t(a.pad_before), std::int64_t(b.pad_before), std::int64_t(a.pad_after), std::int64_t(b.pad_after)};
+      }
+      std::vector<ox::attribute> attrs{
+          ox::ints_attribute("kernel_shape", {std::int64_t(info.kernel_size[0]), std::int64_t(info.kernel_size[1])}),
+          ox::ints_attribute("strides", {std::int64_t(info.geometry.strides[0]), std::int64_t(info.geometry.strides[1])}),
+          ox::ints_attribute("dilations", {std::int64_t(info.geometry.dilation[0]), std::int64_t(info.geometry.dilation[1])}),
+          ox::ints_attribute("pads", pads)};
+      if (info.linear_form == layer_info::form::depthwise_conv2d)
+        attrs.push_back(ox::int_attribute("group", std::int64_t(ks[2])));
+      std::vector<std::string> in{v.name, weight};
+      if (has_bias) in.push_back(bias);
+      y = node("Conv", in, c.path, attrs);
+    }
+    pad_done_ = false;
+    onnx_value out{y, c.output->value.dimension(), !dense};
+    if (const fake_quantizer* oq = site_quantizer(info.output, i)) out.name = qdq(out.name, *oq, c.path + " output", c.output->value.shape());
+    values_[norm_call ? norm_call->output : c.output] = out;
+    if (norm_call) values_[c.output] = out;
+  }
+
+  std::string constant(float v) {
+    const auto it = constants_.find(v);
+    if (it != constants_.end()) return it->second;
+    const std::string n = add_initializer(ox::tensor_data::float32_scalar(xq::detail::concat("const/", v), v));
+    constants_[v] = n;
+    return n;
+  }
+
+  export_options o_;
+  ox::graph g_out_;
+  std::unordered_map<const variable_state*, onnx_value> values_;
+  std::set<std::string> used_;
+  std::map<const fake_quantizer*, std::vector<std::string>> activation_params_;
+  /// A layer's kernel initializers (and what its call sites do with them).
+  struct kernel_entry {
+    std::string stored, scale, zero_point;
+    bool quantize = false, dequantize = false, per_channel = false;
+    std::vector<float> channel_scale;  ///< s_w per output channel (1 for float kernels)
+  };
+  std::map<std::string, kernel_entry> kernels_;
+  std::map<std::string, std::vector<std::string>> biases_;
+  std::map<float, std::string> constants_;
+  std::map<std::string, std::string> numerics_, quantizer_notes_;
+  bool pad_done_ = false;
+};
+
+XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
+                                 const variable_state* output, const std::vector<std::size_t>& sample_shape,
+                                 const export_options& o) {
+  exporter e(trace, table, o);
+  return e.run(input, output, sample_shape);
+}
+
+}  // namespace xq::deploy::detail

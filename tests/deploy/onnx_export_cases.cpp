@@ -1,0 +1,250 @@
+// ONNX export checked by onnxruntime (CTest label onnx): each case trains a small model
+// briefly, exports it with xq::deploy::export_onnx, writes its input and what xquant's
+// integer engine computes (the logits, and with expose_quantized every quantized
+// activation's integers, NCHW as in the file), then runs tools/onnx_check.py: ONNX's
+// checker (full_check), then onnxruntime's reference path (DequantizeLinear -> float op ->
+// QuantizeLinear) and its optimized integer path, each against the engine.
+//
+//   onnx_export_cases --case NAME --out DIR (--python PY --checker tools/onnx_check.py | --skip-reason TEXT)
+//
+// Exit status: the checker's; 77 (CTest's skip) when the ONNX packages are missing.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <xquant/deploy/export_onnx.hpp>
+#include <xquant/deploy/lower.hpp>
+#include <xquant/io/npy.hpp>
+#include <xquant/quantizers/approx_sign.hpp>
+#include <xquant/quantizers/ste_sign.hpp>
+#include <xquant/wrappers/quant_conv2d.hpp>
+#include <xquant/wrappers/quant_dense.hpp>
+#include <xquant/xquant.hpp>
+
+namespace {
+
+template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Pool = xq::max_pool2d>
+struct block {
+  Conv conv;
+  Norm norm;
+  Pool pool{xq::max_pool2d(2)};
+  XQ_CHILDREN(conv, norm, pool)
+  explicit block(std::size_t filters = 6)
+      : conv(xq::conv2d(filters, 3).padding(xq::padding::same).use_bias(false)), norm(xq::batch_norm().momentum(0.5f)) {}
+  xq::var operator()(const xq::var& x) { return pool(xq::ops::relu(norm(conv(x)))); }
+};
+
+/// One conv applied twice (a shared feature extractor), then a depthwise conv.
+template <class Conv = xq::conv2d, class Depthwise = xq::depthwise_conv2d, class Flat = xq::flatten,
+          class Head = xq::dense>
+struct shared_net {
+  Conv stem{xq::conv2d(4, 3).padding(xq::padding::same)};
+  Conv shared{xq::conv2d(4, 3).padding(xq::padding::same)};
+  Depthwise depthwise{xq::depthwise_conv2d(3, 2).padding(xq::padding::valid)};
+  Flat flat;
+  Head head{xq::dense(4)};
+  XQ_CHILDREN(stem, shared, depthwise, flat, head)
+  xq::var operator()(const xq::var& x) {
+    xq::var h = xq::ops::relu(stem(x));
+    h = xq::ops::relu(shared(h));
+    h = xq::ops::relu(shared(h));  // the same weights again
+    h = xq::ops::relu(depthwise(h));
+    return head(flat(h));
+  }
+};
+
+xq::dataset quadrant_data(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 0.6f);
+  xq::tensor x = xq::tensor::from_shape({n, 12, 12, 1});
+  xq::tensor y = xq::tensor::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t label = i % 4;
+    for (std::size_t r = 0; r < 12; ++r)
+      for (std::size_t c = 0; c < 12; ++c) x(i, r, c, 0) = u(rng) + ((r / 6) * 2 + c / 6 == label ? 0.4f : 0.0f);
+    y(i) = float(label);
+  }
+  return xq::dataset{x, y};
+}
+
+template <class Model>
+void train(Model& model, const xq::dataset& data, std::size_t epochs, float lr) {
+  xq::adam opt(xq::trainable_parameters(model), {lr});
+  xq::fit_options fo;
+  fo.epochs = epochs;
+  fo.batch_size = 32;
+  fo.verbose = false;
+  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
+}
+
+struct run_args {
+  std::string name, dir, python, checker, skip;
+};
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+/// (N, H, W, C) -> (N, C, H, W).
+xq::tensor to_nchw(const xq::tensor& t) {
+  if (t.dimension() != 4) return t;
+  const std::size_t n = t.shape()[0], h = t.shape()[1], w = t.shape()[2], c = t.shape()[3];
+  xq::tensor o = xq::tensor::from_shape({n, c, h, w});
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < h; ++i)
+      for (std::size_t j = 0; j < w; ++j)
+        for (std::size_t k = 0; k < c; ++k) o(b, k, i, j) = t(b, i, j, k);
+  return o;
+}
+
+/// Exports `model`, writes the engine's tensors and runs the checker. `logit_step`: what one
+/// quantization step of the logits' input moves a logit by at most.
+template <class Model>
+int check(Model& model, const run_args& a, const xq::dataset& test, const xq::deploy::export_options& eo,
+          double logit_step, double min_top1, const std::string& paths = "reference,optimized") {
+  // The engine computes as the file does: an int32 bias, or (NVIDIA's float layout) a float one.
+  xq::deploy::lower_options lo;
+  if (eo.weight_layout == xq::deploy::onnx_weight_layout::float_qdq) lo.bias = xq::deploy::bias_precision::float32;
+  std::filesystem::create_directories(a.dir);
+  const std::string base = a.dir + "/" + a.name;
+  xq::deploy::export_onnx(model, {12, 12, 1}, base + ".onnx", eo);
+  std::cout << a.name << ": wrote " << base << ".onnx\n";
+  const auto engine = xq::deploy::lower(model, {12, 12, 1}, lo);
+  const auto values = engine.run_all(test.inputs);
+  xq::io::save_npy(base + ".input.npy", test.inputs);
+  xq::io::save_npy(base + ".output.npy", values.at(engine.output_value).to_real());
+  std::string cmd = quoted(a.python) + " " + quoted(a.checker) + " " + quoted(base + ".onnx") + " --input input=" +
+                    quoted(base + ".input.npy") + " --expected output=" + quoted(base + ".output.npy") +
+                    " --step output=" + std::to_string(logit_step) + " --top1 --min-top1 " + std::to_string(min_top1) +
+                    " --min-share 0.9999 --paths " + paths + " --report " + quoted(base + ".report.json");
+  if (eo.expose_quantized)
+    for (std::size_t k = 0; k < engine.parity_points.size(); ++k) {
+      const auto& p = engine.parity_points[k];
+      if (p.binary) continue;
+      const std::string file = base + ".q" + std::to_string(k) + ".npy";
+      const auto q = values.at(p.value).integers();
+      xq::tensor t = xq::tensor::from_shape(values.at(p.value).shape);
+      std::copy(q.begin(), q.end(), t.begin());
+      xq::io::save_npy(file, to_nchw(t));
+      cmd += " --expected " + quoted("q:" + p.label + "=" + file) + " --step " + quoted("q:" + p.label + "=1");
+    }
+  if (!a.skip.empty()) {
+    std::cout << a.name << ": SKIPPED the runtime check: " << a.skip << "\n";
+    return 77;
+  }
+  std::cout << cmd << "\n" << std::flush;
+  const int rc = std::system(cmd.c_str());
+  return rc == 0 ? 0 : 1;
+}
+
+int run(const run_args& a) {
+  const xq::dataset data = quadrant_data(256, 11), test = quadrant_data(256, 12);
+  xq::deploy::export_options eo;
+  eo.expose_quantized = true;
+  if (a.name == "cnn_qat" || a.name == "cnn_qat_float_qdq" || a.name == "cnn_float") {
+    xq::set_seed(7);
+    auto model = xq::sequential(block<>(6), block<>(8), xq::flatten(), xq::dense(16), xq::relu(), xq::dropout(0.25f, 3),
+                                xq::dense(4));
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 3, 3e-3f);
+    if (a.name == "cnn_float") {
+      eo.expose_quantized = false;
+      return check(model, a, test, eo, 1e-4, 1.0);
+    }
+    xq::quantize_options qo;
+    qo.fold_batch_norm = true;
+    qo.freeze_batch_norm_after = 8;
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 2, 5e-4f);
+    // One step of the last dense layer's input moves a logit by s_in * max|w|.
+    const float s_in = qat.template get<6>().input_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.template get<6>().float_layer().kernel()->value))();
+    double step = double(s_in) * w;
+    if (a.name == "cnn_qat_float_qdq") {
+      // NVIDIA's layout keeps float biases. onnxruntime's reference path adds them in float
+      // (as the engine with a float bias does, which this case compares with); its fused
+      // integer kernels round them to int32 first, which moves a few of the last layer's
+      // inputs by one step each: the logits may then move by a few such steps.
+      eo.weight_layout = xq::deploy::onnx_weight_layout::float_qdq;
+      step *= 4;
+    }
+    return check(qat, a, test, eo, step, 0.999);
+  }
+  if (a.name == "shared_depthwise" || a.name == "shared_weights_once") {
+    xq::set_seed(5);
+    shared_net<> model;
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::quantize_options qo;
+    qo.per_call_site_ranges = true;
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 1, 5e-4f);
+    const float s_in = qat.head.input_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.head.float_layer().kernel()->value))();
+    if (a.name == "shared_weights_once") {
+      // The model as written: one kernel, dequantized at each of its two call sites.
+      const xq::onnx::model m = xq::deploy::export_onnx(qat, {12, 12, 1}, eo);
+      std::size_t kernels = 0, users = 0;
+      for (const auto& t : m.graph.initializers) kernels += t.name == "shared/kernel";
+      for (const auto& n : m.graph.nodes)
+        users += !n.inputs.empty() && n.inputs[0] == "shared/kernel" && n.op_type == "DequantizeLinear";
+      std::cout << a.name << ": " << kernels << " initializer shared/kernel, dequantized by " << users << " nodes\n";
+      if (kernels != 1 || users != 2) return 1;
+      // onnxruntime 1.32's fused path cannot load a kernel shared by two convs: the reference path only.
+      return check(qat, a, test, eo, double(s_in) * w, 0.999, "reference");
+    }
+    eo.share_reused_weights = false;  // copies per call site, which onnxruntime's fusion takes
+    return check(qat, a, test, eo, double(s_in) * w, 0.999);
+  }
+  if (a.name == "bnn") {
+    using bconv = xq::quant_conv2d<xq::approx_sign, xq::ste_sign>;
+    using bdense = xq::quant_dense<xq::approx_sign, xq::ste_sign>;
+    xq::set_seed(2);
+    auto model = xq::sequential(
+        xq::quant_conv2d<xq::no_quantizer, xq::ste_sign>(16, 3, xq::no_quantizer(), xq::ste_sign())
+            .padding(xq::padding::same)
+            .use_bias(false),
+        xq::max_pool2d(2), xq::batch_norm(true, false),
+        bconv(24, 3, xq::approx_sign(), xq::ste_sign()).padding(xq::padding::same).pad_values(1.0f).use_bias(false),
+        xq::max_pool2d(2), xq::batch_norm(true, false), xq::flatten(),
+        bdense(70, xq::approx_sign(), xq::ste_sign()).use_bias(false), xq::batch_norm(true, false),
+        bdense(4, xq::approx_sign(), xq::ste_sign()), xq::batch_norm());
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 1e-2f);
+    eo.expose_quantized = false;
+    // A sign that flips where the stem's float sums round differently moves a binary
+    // accumulator by 2: the logits' batch-norm scale times 2 is one such step.
+    const auto& bn = model.template get<10>();
+    const double gain = xt::amax(xt::abs(bn.gamma()->value / xt::sqrt(bn.moving_variance()->value + bn.epsilon())))();
+    return check(model, a, test, eo, 2.0 * gain, 0.99);
+  }
+  std::cerr << "onnx_export_cases: unknown case \"" << a.name << "\"\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  run_args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--case") a.name = v;
+    else if (k == "--out") a.dir = v;
+    else if (k == "--python") a.python = v;
+    else if (k == "--checker") a.checker = v;
+    else if (k == "--skip-reason") a.skip = v;
+  }
+  if (a.name.empty() || a.dir.empty() || (a.skip.empty() && (a.python.empty() || a.checker.empty()))) {
+    std::cerr << "usage: onnx_export_cases --case NAME --out DIR (--python PY --checker PATH | --skip-reason TEXT)\n";
+    return 2;
+  }
+  return run(a);
+} catch (const std::exception& e) {
+  std::cerr << "onnx_export_cases: " << e.what() << "\n";
+  return 1;
+}
