@@ -1,0 +1,196 @@
+#pragma once
+/// \file torch_cpu_kernels.ipp
+/// PyTorch's CPU linspace, arange, histc, sum and cumsum (numerics/torch_cpu_kernels.hpp).
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../torch_cpu_kernels.hpp"
+
+namespace xq::torch::cpu {
+
+XQ_DECL std::vector<float> linspace(float start, float end, std::int64_t steps) {
+  if (steps <= 0) return {};
+  if (steps == 1) return {start};  // linspace_out fills with start
+  const float step = (end - start) / float(steps - 1);
+  const std::int64_t halfway = steps / 2;
+  std::vector<float> out(static_cast<std::size_t>(steps));
+  for (std::int64_t i = 0; i < steps; ++i)
+    out[std::size_t(i)] = i < halfway ? std::fma(step, float(i), start)
+                                      : std::fma(-step, float(steps - i - 1), end);
+  return out;
+}
+
+XQ_DECL std::vector<float> arange(double start, double end, double step) {
+  constexpr const char* where = "torch.arange";
+  if (!(step > 0 || step < 0)) throw argument_error(where, "a nonzero step", "step = 0");
+  if (!std::isfinite(start) || !std::isfinite(end))
+    throw argument_error(where, "finite bounds", xq::detail::concat("[", start, ", ", end, ")"));
+  if (!((step > 0 && end >= start) || (step < 0 && end <= start)))
+    throw argument_error(where, "bounds in the direction of the step",
+                         xq::detail::concat("[", start, ", ", end, ") with step ", step));
+  const double size_d = std::ceil((end - start) / step);
+  if (!(size_d >= 0 && size_d <= double(std::int64_t(1) << 40)))
+    throw argument_error(where, "a representable size", xq::detail::concat(size_d, " elements"));
+  const std::int64_t n = std::int64_t(size_d);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  constexpr std::int64_t W = 8;  // Vectorized<float>::size() on AVX2
+  std::int64_t i = 0;
+  // cpu_serial_kernel_vec: two vectors per iteration; each vector's lanes are
+  // float(double(base) + k * step) from base = float(start + step * idx).
+  for (; i + 2 * W <= n; i += 2 * W)
+    for (std::int64_t v = 0; v < 2; ++v) {
+      const std::int64_t idx = i + v * W;
+      const float base = float(std::fma(step, double(idx), start));
+      out[std::size_t(idx)] = base;
+      out[std::size_t(idx + 1)] = float(double(base) + step);
+      for (std::int64_t k = 2; k < W; ++k) out[std::size_t(idx + k)] = float(std::fma(double(k), step, double(base)));
+    }
+  for (; i < n; ++i) out[std::size_t(i)] = float(std::fma(step, double(i), start));
+  return out;
+}
+
+XQ_DECL std::vector<float> histc(const float* x, std::size_t n, std::int64_t bins, double min, double max) {
+  constexpr const char* where = "torch.histc";
+  if (bins <= 0) throw argument_error(where, "bins > 0", xq::detail::concat("bins = ", bins));
+  double lo = min, hi = max;
+  // histc_select_outer_bin_edges
+  if (lo == hi && n > 0) {
+    float a = x[0], b = x[0];
+    for (std::size_t i = 1; i < n; ++i) {
+      a = x[i] < a ? x[i] : a;
+      b = x[i] > b ? x[i] : b;
+    }
+    lo = a;
+    hi = b;
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    throw argument_error(where, "a finite range", xq::detail::concat("[", lo, ", ", hi, "]"));
+  if (!(lo < hi)) throw argument_error(where, "max larger than min", xq::detail::concat("[", lo, ", ", hi, "]"));
+  // The kernel reads the first and last of linspace(lo, hi, bins + 1) in float.
+  const float start = float(lo), end = float(hi);
+  const float step = (end - start) / float(bins);
+  const float left = std::fma(step, 0.0f, start);
+  const float right = std::fma(-step, 0.0f, end);
+  const float scale = float(bins);
+  const float width = right - left;
+  std::vector<float> hist(std::size_t(bins), 0.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (!(v >= left && v <= right)) continue;  // outside the range, or NaN
+    std::int64_t pos = std::int64_t((v - left) * scale / width);
+    if (pos == bins) pos -= 1;
+    hist[std::size_t(pos)] += 1.0f;
+  }
+  return hist;
+}
+
+namespace detail {
+
+template <std::size_t L>
+using lanes = std::array<float, L>;
+
+template <std::size_t L>
+inline lanes<L> load_lanes(const float* p) {
+  lanes<L> v;
+  for (std::size_t k = 0; k < L; ++k) v[k] = p[k];
+  return v;
+}
+
+template <std::size_t L>
+inline void add_lanes(lanes<L>& a, const lanes<L>& b) {
+  for (std::size_t k = 0; k < L; ++k) a[k] += b[k];
+}
+
+inline std::int64_t ceil_log2(std::int64_t x) {
+  if (x <= 2) return 1;
+  std::int64_t r = 0;
+  std::uint64_t v = std::uint64_t(x) - 1;
+  while (v) {
+    ++r;
+    v >>= 1;
+  }
+  return r;
+}
+
+/// SumKernel.cpp multi_row_sum: four rows of L-lane values at once, `size` of them, each
+/// row `row_stride` floats after the last, a row's four values `col_stride` apart.
+template <std::size_t L>
+std::array<lanes<L>, 4> multi_row_sum(const float* in, std::int64_t row_stride, std::int64_t col_stride,
+                                      std::int64_t size) {
+  constexpr std::int64_t num_levels = 4, nrows = 4;
+  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2(size) / num_levels);
+  const std::int64_t level_step = std::int64_t(1) << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  lanes<L> zero{};
+  std::array<std::array<lanes<L>, nrows>, num_levels> acc;
+  for (auto& level : acc) level.fill(zero);
+  std::int64_t i = 0;
+  for (; i + level_step <= size;) {
+    for (std::int64_t j = 0; j < level_step; ++j, ++i)
+      for (std::int64_t k = 0; k < nrows; ++k) add_lanes(acc[0][k], load_lanes<L>(in + i * row_stride + k * col_stride));
+    for (std::int64_t j = 1; j < num_levels; ++j) {
+      for (std::int64_t k = 0; k < nrows; ++k) {
+        add_lanes(acc[j][k], acc[j - 1][k]);
+        acc[j - 1][k] = zero;
+      }
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < size; ++i)
+    for (std::int64_t k = 0; k < nrows; ++k) add_lanes(acc[0][k], load_lanes<L>(in + i * row_stride + k * col_stride));
+  for (std::int64_t j = 1; j < num_levels; ++j)
+    for (std::int64_t k = 0; k < nrows; ++k) add_lanes(acc[0][k], acc[j][k]);
+  return acc[0];
+}
+
+/// SumKernel.cpp row_sum: `size` L-lane values `stride` floats apart.
+template <std::size_t L>
+lanes<L> row_sum(const float* in, std::int64_t stride, std::int64_t size) {
+  constexpr std::int64_t ilp = 4;
+  const std::int64_t size_ilp = size / ilp;
+  auto partial = multi_row_sum<L>(in, stride * ilp, stride, size_ilp);
+  for (std::int64_t i = size_ilp * ilp; i < size; ++i) add_lanes(partial[0], load_lanes<L>(in + i * stride));
+  for (std::int64_t k = 1; k < ilp; ++k) add_lanes(partial[0], partial[k]);
+  return partial[0];
+}
+
+}  // namespace detail
+
+XQ_DECL float sum(const float* x, std::size_t n) {
+  constexpr std::int64_t W = 8;
+  const std::int64_t size = std::int64_t(n);
+  float total;
+  if (size >= W) {  // vectorized_inner_sum
+    const std::int64_t vec_size = size / W;
+    const detail::lanes<W> v = detail::row_sum<W>(x, W, vec_size);
+    float acc = 0.0f;
+    for (std::int64_t k = vec_size * W; k < size; ++k) acc += x[k];
+    for (std::size_t k = 0; k < std::size_t(W); ++k) acc += v[k];
+    total = acc;
+  } else {  // scalar_inner_sum
+    total = detail::row_sum<1>(x, 1, size)[0];
+  }
+  return 0.0f + total;  // the output starts at 0 and accumulates (CastStoreAccumulate)
+}
+
+XQ_DECL std::vector<float> cumsum(const float* x, std::size_t n) {
+  std::vector<float> out(n);
+  double acc = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    acc += double(x[i]);
+    out[i] = float(acc);
+  }
+  return out;
+}
+
+}  // namespace xq::torch::cpu
