@@ -2,7 +2,8 @@
 # The demo: installs the dependencies (Fashion-MNIST included: Debian's
 # dataset-fashion-mnist), configures build/ (the tree scripts/test.sh uses; with tests and
 # benchmarks off, so that only the examples have to configure), builds only the example
-# `fashion_mnist_qat` (float training, quantize_model, QAT fine-tuning) and runs its quick
+# `fashion_mnist_qat` (float training, PTQ, QAT fine-tuning, the integer engine and its
+# parity with the simulation, ONNX export run in onnxruntime) and runs its quick
 # mode (a 12,000-image subset, 2 float + 1 QAT epochs; the full run, 60,000 images and
 # 8 + 2 epochs, is `bash scripts/demo.sh --full`). Other arguments go to the example as they are.
 # Its output alone is on stdout; the configure and build logs go to stderr.
@@ -56,5 +57,13 @@ if [[ ${#args[@]} -eq 0 ]]; then
 elif [[ ${args[0]} == --full ]]; then
   args=("${args[@]:1}")
 fi
+# The exported ONNX file runs in onnxruntime when install_deps.sh made its venv.
+onnx_py=${XQ_ONNX_VENV:-$HOME/.cache/xquant-onnx-venv}/bin/python3
+if [[ -x $onnx_py ]] && "$onnx_py" -c 'import onnx, onnxruntime, numpy' 2>/dev/null; then
+  args+=(--onnxruntime "$onnx_py")
+else
+  log "no onnxruntime venv ($onnx_py): the ONNX file is written but not run"
+fi
+args+=(--export-dir "$build/fashion_mnist_export")
 log "run $exe ${args[*]}"
 exec "$exe" "${args[@]}"

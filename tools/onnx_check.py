@@ -323,6 +323,11 @@ def main(argv=None):
     for path_name, name, r in rows:
         for d in r["first_differing"]:
             print(f"  {path_name} {name}{d['index']}: ort {d['ort']!r}, expected {d['expected']!r}")
+    # One machine-readable line per path and output with labels or top-1 (the examples read it).
+    for path_name, name, r in rows:
+        if r.get("accuracy") is not None or r.get("top1_share") is not None:
+            print(f"onnx_check summary: path={path_name} output={name}"
+                  f" accuracy={r.get('accuracy', -1):.6f} top1={r.get('top1_share', -1):.6f}")
     print(f"onnx_check: {'FAILED' if failed else 'passed'} (min share {args.min_share}"
           f"{f', min top-1 {args.min_top1}' if args.min_top1 is not None else ''})")
     return finish(1 if failed else 0)

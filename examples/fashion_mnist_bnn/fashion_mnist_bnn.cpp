@@ -4,8 +4,10 @@
 // It prints the model summary (parameters by bit width, memory, MACs by precision),
 // trains with the kernel quantizers' flip ratio on (a metrics_scope, Larq's
 // `metrics_scope(["flip_ratio"])`) and the input quantizers' gradient flow, prints
-// both per epoch, and ends with `bnn_accuracy=<x> epochs=<n> seconds=<t>` on the
-// 10,000 test images.
+// both per epoch; then lowers it to the binary engine (XNOR-popcount on bit-packed ±1
+// values), reports its parity with the simulation, exports ONNX (standard operators) and,
+// given --onnxruntime PYTHON, runs the file there; it ends with one line per model and
+// `bnn_accuracy=<x> epochs=<n> seconds=<t>` on the 10,000 test images.
 //
 //   fashion_mnist_bnn                    60,000 images, 8 epochs, Adam
 //   fashion_mnist_bnn --optimizer bop    Bop for the binary kernels, Adam for the rest
@@ -30,6 +32,7 @@
 #include <xquant/train/losses.hpp>
 #include <xquant/train/schedule.hpp>
 
+#include "../fashion_mnist/deployment.hpp"
 #include "../fashion_mnist/run_options.hpp"
 #include "bnn.hpp"
 
@@ -122,6 +125,20 @@ int main(int argc, char** argv) try {
   }
 
   const xq::evaluation test = xq::evaluate(model, xq::sparse_softmax_cross_entropy, data.test, 256);
+
+  // Deployment: XNOR-popcount on bit-packed ±1 values (Larq's compute engine), its parity
+  // with the simulation, and ONNX with standard operators (and onnxruntime, if given).
+  const auto engine = xq::deploy::lower(model, {28, 28, 1});
+  std::cout << "\n" << engine.summary();
+  const fashion::deployment_result d = fashion::deploy(model, engine, data.test, o.run, "fashion_mnist_bnn", false);
+  std::printf("model bnn_simulated         accuracy=%.4f\n", d.parity.simulated_accuracy());
+  std::printf("model bnn_binary_engine     accuracy=%.4f same_top1_as_simulated=%.4f\n", d.parity.engine_accuracy(),
+              d.parity.same_top1_share());
+  if (d.onnxruntime_accuracy >= 0)
+    std::printf("model bnn_onnxruntime       accuracy=%.4f same_top1_as_binary_engine=%.4f\n", d.onnxruntime_accuracy,
+                d.onnxruntime_same_top1);
+  else
+    std::printf("model bnn_onnxruntime       not run (give --onnxruntime PYTHON; the file is %s)\n", d.onnx_file.c_str());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("bnn_accuracy=%.4f epochs=%zu seconds=%.1f\n", *test.metric, history.size(), seconds);
   return 0;

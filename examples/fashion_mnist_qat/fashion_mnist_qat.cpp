@@ -1,30 +1,38 @@
-// Quantization-aware training on Fashion-MNIST, the whole workflow:
+// Quantization-aware training on Fashion-MNIST, the whole workflow, to a deployed model:
 //
 //   1. train the float CNN (examples/fashion_mnist/cnn.hpp: conv blocks written as
 //      nested composites, each a conv, a batch norm and a max pool);
-//   2. `xq::quantize_model` it with NVIDIA's scheme (8-bit symmetric QDQ on the inputs
-//      and per-channel weights of every conv and dense layer), folding each batch norm
-//      into its conv so that the kernel that is fake-quantized is the one an int8
-//      runtime runs;
-//   3. fine-tune the quantized twin (it shares the float model's weights), freezing
-//      the batch-norm statistics half-way, and evaluate it: every conv and dense layer
-//      then computes on int8-representable inputs and weights.
+//   2. post-training quantization: `xq::quantize_model` with NVIDIA's scheme (8-bit
+//      symmetric QDQ on the inputs and per-channel weights of every conv and dense layer,
+//      batch norms folded into their convs), ranges from `xq::calibrate` on 2,000 training
+//      images (NVIDIA's histogram calibrator, percentile 99.99), lowered to integers;
+//   3. quantization-aware training: a second twin (it shares the float model's weights),
+//      fine-tuned with the batch-norm statistics frozen half-way;
+//   4. deployment: the QAT twin lowered to the integer engine (int8 activations and
+//      weights, int32 accumulators and biases), compared with its simulation layer by
+//      layer, and exported to ONNX; with --onnxruntime PY the file runs in onnxruntime.
 //
 //   fashion_mnist_qat            full mode: 60,000 images, 8 float + 2 QAT epochs
 //   fashion_mnist_qat --quick    12,000 images, 2 + 1 epochs (README's demo)
 //   options: --epochs N  --qat-epochs N  --train-size N  --batch N  --seed N  --data DIR
+//            --export-dir DIR  --onnxruntime PYTHON
 //
-// The last line is `float_accuracy=<x> int8_accuracy=<y>` (10,000 test images).
+// It ends with one line per model (accuracy on the 10,000 test images), then
+// `float_accuracy=<x> int8_accuracy=<y>` (y: the QAT integer engine's).
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <vector>
 
+#include <xquant/deploy/lower.hpp>
+#include <xquant/quantizers/calibrate.hpp>
 #include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 
 #include "../fashion_mnist/cnn.hpp"
+#include "../fashion_mnist/deployment.hpp"
 #include "../fashion_mnist/run_options.hpp"
 #include "../fashion_mnist/training.hpp"
 
@@ -44,9 +52,24 @@ int main(int argc, char** argv) try {
   std::printf("float: test_accuracy=%.4f images_per_second=%.0f (%.0f s)\n", float_accuracy,
               fashion::images_per_second(float_history), seconds());
 
-  // 2. Quantize: NVIDIA's default scheme, batch norms folded into their convs.
+  // 2. Post-training quantization: the twin, calibrated on 2,000 training images, lowered.
   xq::quantize_options options;
   options.fold_batch_norm = true;
+  double ptq_accuracy = 0;
+  {
+    auto ptq = xq::quantize_model(model, options, {1, 28, 28, 1});
+    const std::size_t calibration_images = std::min<std::size_t>(2000, train.size());
+    std::vector<std::size_t> first(calibration_images);
+    for (std::size_t i = 0; i < first.size(); ++i) first[i] = i;
+    xq::calibrate(ptq, xq::gather_rows(train.inputs, first.data(), first.size()));
+    const auto ptq_engine = xq::deploy::lower(ptq, {28, 28, 1});
+    const auto r = xq::deploy::parity(ptq, ptq_engine, test.inputs, &test.targets, 500);
+    ptq_accuracy = r.engine_accuracy();
+    std::printf("ptq: calibrated on %zu images (nvidia_percentile 99.99); simulated %.4f, integer engine %.4f (%.0f s)\n",
+                calibration_images, r.simulated_accuracy(), ptq_accuracy, seconds());
+  }
+
+  // 3. Quantization-aware training: NVIDIA's default scheme, batch norms folded.
   const std::size_t steps_per_epoch = (train.size() + s.batch - 1) / s.batch;
   options.freeze_batch_norm_after = static_cast<long>(steps_per_epoch * s.qat_epochs / 2);
   auto qat = xq::quantize_model(model, options, {1, 28, 28, 1});
@@ -60,13 +83,30 @@ int main(int argc, char** argv) try {
   });
   std::printf("quantized: %zu of %zu quantizers on; batch norms folded: conv_block %s, conv_block_1 %s\n", on,
               total, qat.get<0>().conv.folded() ? "yes" : "no", qat.get<1>().conv.folded() ? "yes" : "no");
-
-  // 3. Fine-tune at a tenth of the float peak learning rate, then evaluate the twin.
+  // Fine-tune at a tenth of the float peak learning rate.
   const auto qat_history = fashion::train(qat, train, s.qat_epochs, 2e-4f, s);
-  const double int8_accuracy = xq::evaluate(qat, xq::sparse_softmax_cross_entropy, test, 500).metric.value_or(0);
   std::printf("qat: images_per_second=%.0f (float: %.0f) seconds=%.1f\n", fashion::images_per_second(qat_history),
               fashion::images_per_second(float_history), seconds());
-  std::printf("float_accuracy=%.4f int8_accuracy=%.4f\n", float_accuracy, int8_accuracy);
+
+  // 4. Deployment: the integer engine, its parity with the simulation, ONNX (and onnxruntime).
+  const auto engine = xq::deploy::lower(qat, {28, 28, 1});
+  std::cout << engine.summary();
+  const fashion::deployment_result d = fashion::deploy(qat, engine, test, s, "fashion_mnist_qat");
+
+  std::printf("model float                     accuracy=%.4f\n", float_accuracy);
+  std::printf("model ptq_int8_integer_engine   accuracy=%.4f\n", ptq_accuracy);
+  std::printf("model qat_simulated             accuracy=%.4f\n", d.parity.simulated_accuracy());
+  std::printf("model qat_integer_engine        accuracy=%.4f same_top1_as_simulated=%.4f (int32 biases: TFLite, onnxruntime)\n",
+              d.parity.engine_accuracy(), d.parity.same_top1_share());
+  std::printf("model qat_integer_engine_fbias  accuracy=%.4f same_top1_as_simulated=%.4f (float biases: FBGEMM, TensorRT)\n",
+              d.parity_float_bias.engine_accuracy(), d.parity_float_bias.same_top1_share());
+  if (d.onnxruntime_accuracy >= 0)
+    std::printf("model qat_onnxruntime           accuracy=%.4f same_top1_as_integer_engine=%.4f\n",
+                d.onnxruntime_accuracy, d.onnxruntime_same_top1);
+  else
+    std::printf("model qat_onnxruntime           not run (give --onnxruntime PYTHON; the file is %s)\n",
+                d.onnx_file.c_str());
+  std::printf("float_accuracy=%.4f int8_accuracy=%.4f\n", float_accuracy, d.parity.engine_accuracy());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "fashion_mnist_qat: %s\n", e.what());

@@ -3,6 +3,7 @@
 /// The quantizers room's compiled code, for <xquant/src.hpp>: every .ipp of quantizers/impl/.
 
 #include "approx_sign.ipp"
+#include "calibrate.ipp"
 #include "dorefa.ipp"
 #include "fake_quantizer.ipp"
 #include "flip_ratio.ipp"

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../calibration_sink.hpp"
 #include "../fake_quantizer.hpp"
 #include "../tf_fake_quant_numerics.hpp"
 #include "../tf_qdq_numerics.hpp"
@@ -132,6 +133,12 @@ XQ_DECL void fake_quantizer::observe(const tensor& x) {
 XQ_DECL var fake_quantizer::quantize(const var& x) {
   built_ = true;
   const tensor& xv = x.value();
+  // Calibration (quantizers/calibrate.hpp): the quantizer observes its float input and
+  // passes it on, so that every quantizer sees what the float model computes.
+  if (calibration_sink* sink = calibration_sink::current()) {
+    sink->collect(*this, xv);
+    return x;
+  }
   const kernels::channel_layout l = layout_of(xv);
   vector lo = min(), hi = max();
   tracker_->current(config_, l.channels, lo, hi);

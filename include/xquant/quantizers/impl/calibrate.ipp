@@ -1,0 +1,175 @@
+#pragma once
+/// \file calibrate.ipp
+/// The calibration session (quantizers/calibrate.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../kernels/channel_layout.hpp"
+#include "../../numerics/nvidia_calibrators.hpp"
+#include "../../numerics/ort_percentile_calibrator.hpp"
+#include "../../numerics/torch_histogram_observer.hpp"
+#include "../calibrate.hpp"
+
+namespace xq {
+
+XQ_DECL const char* to_string(calibration_method m) noexcept {
+  switch (m) {
+    case calibration_method::max: return "max";
+    case calibration_method::nvidia_entropy: return "nvidia_entropy";
+    case calibration_method::nvidia_mse: return "nvidia_mse";
+    case calibration_method::nvidia_percentile: return "nvidia_percentile";
+    case calibration_method::torch_histogram: return "torch_histogram";
+    case calibration_method::ort_percentile: return "ort_percentile";
+  }
+  return "?";
+}
+
+namespace detail {
+
+/// One quantizer's calibrator: per channel, running min/max; per tensor, the method's.
+struct calibration_session::state {
+  const fake_quantizer* quantizer = nullptr;
+  bool per_channel = false;
+  std::vector<float> lo, hi;  ///< per channel, or the observed range per tensor (max method)
+  std::optional<nvidia::histogram_calibrator> nvidia;
+  std::optional<torch::histogram_observer> torch;
+  std::optional<ort::percentile_calibrator> ort;
+};
+
+XQ_DECL calibration_session::calibration_session(const calibration_options& o)
+    : options_(o), previous_(calibration_sink::current()) {
+  calibration_sink::current() = this;
+}
+
+XQ_DECL calibration_session::~calibration_session() { calibration_sink::current() = previous_; }
+
+XQ_DECL void calibration_session::collect(const fake_quantizer& q, const tensor& x) {
+  state* s = nullptr;
+  for (auto& st : states_)
+    if (st->quantizer == &q) s = st.get();
+  const quantizer_config& c = q.config();
+  if (!s) {
+    states_.push_back(std::make_unique<state>());
+    s = states_.back().get();
+    s->quantizer = &q;
+    s->per_channel = c.per_channel;
+    if (!c.per_channel) switch (options_.method) {
+        case calibration_method::max: break;
+        case calibration_method::nvidia_entropy:
+        case calibration_method::nvidia_mse:
+        case calibration_method::nvidia_percentile: {
+          nvidia::histogram_options h;
+          h.num_bits = std::min(c.num_bits, 16);
+          s->nvidia.emplace(h);
+          break;
+        }
+        case calibration_method::torch_histogram: {
+          torch::histogram_observer_options h;
+          h.type = c.symmetric ? torch::dtype::qint8 : torch::dtype::quint8;
+          h.scheme = c.symmetric ? torch::qscheme::per_tensor_symmetric : torch::qscheme::per_tensor_affine;
+          s->torch.emplace(h);
+          break;
+        }
+        case calibration_method::ort_percentile: {
+          ort::percentile_options p;
+          if (options_.percentile > 0) p.percentile = options_.percentile;
+          p.symmetric = c.symmetric;
+          s->ort.emplace(p);
+          break;
+        }
+      }
+  }
+  for (float v : x)
+    if (!std::isfinite(v))
+      throw argument_error(q.path(), "finite calibration inputs", xq::detail::concat(v, " in a calibration batch"));
+  if (s->per_channel || options_.method == calibration_method::max) {
+    const kernels::channel_layout l = s->per_channel
+                                          ? kernels::channel_layout::of(x.shape(), c.channel_axis, q.path().c_str())
+                                          : kernels::channel_layout{1, 1, x.size()};
+    if (s->lo.empty()) {
+      s->lo.assign(l.channels, std::numeric_limits<float>::infinity());
+      s->hi.assign(l.channels, -std::numeric_limits<float>::infinity());
+    }
+    if (s->lo.size() != l.channels)
+      throw argument_error(q.path(), xq::detail::concat(s->lo.size(), " channels (as in earlier batches)"),
+                           xq::detail::concat(l.channels));
+    std::size_t i = 0;
+    for (std::size_t o = 0; o < l.outer; ++o)
+      for (std::size_t ch = 0; ch < l.channels; ++ch)
+        for (std::size_t k = 0; k < l.inner; ++k, ++i) {
+          s->lo[ch] = std::min(s->lo[ch], x.data()[i]);
+          s->hi[ch] = std::max(s->hi[ch], x.data()[i]);
+        }
+    return;
+  }
+  if (s->nvidia) s->nvidia->collect(x);
+  if (s->torch) s->torch->collect(x);
+  if (s->ort) s->ort->collect(x);
+}
+
+XQ_DECL calibration_result calibration_session::finish(const std::vector<fake_quantizer*>& quantizers,
+                                                       std::size_t samples) {
+  calibration_result r;
+  r.samples = samples;
+  for (fake_quantizer* q : quantizers) {
+    const state* s = nullptr;
+    for (const auto& st : states_)
+      if (st->quantizer == q) s = st.get();
+    if (!s)
+      throw argument_error(q->path(), "a quantizer the calibration samples reach",
+                           "one no calibration pass called (is it on a branch the forward code skips?)");
+    const quantizer_config& c = q->config();
+    vector lo, hi;
+    if (s->per_channel || options_.method == calibration_method::max) {
+      lo = vector::from_shape({s->lo.size()});
+      hi = vector::from_shape({s->hi.size()});
+      for (std::size_t i = 0; i < s->lo.size(); ++i) {
+        float a = s->lo[i], b = s->hi[i];
+        if (c.symmetric) {  // NVIDIA's amax = max |x|: the range [-amax, amax]
+          const float amax = std::max(std::fabs(a), std::fabs(b));
+          a = -amax;
+          b = amax;
+        }
+        lo(i) = std::min(a, 0.0f);
+        hi(i) = std::max(b, 0.0f);
+      }
+    } else {
+      float a = 0, b = 0;
+      if (s->nvidia) {
+        nvidia::amax_options ao;
+        if (options_.percentile > 0) ao.percentile = options_.percentile;
+        const nvidia::amax_method m = options_.method == calibration_method::nvidia_entropy ? nvidia::amax_method::entropy
+                                      : options_.method == calibration_method::nvidia_mse
+                                          ? nvidia::amax_method::mse
+                                          : nvidia::amax_method::percentile;
+        const float amax = s->nvidia->compute_amax(m, ao);
+        a = -amax;
+        b = amax;
+      } else if (s->torch) {
+        std::tie(a, b) = s->torch->non_linear_param_search();
+      } else if (s->ort) {
+        std::tie(a, b) = s->ort->compute_range();
+      }
+      lo = vector::from_shape({1});
+      hi = vector::from_shape({1});
+      lo(0) = std::min(a, 0.0f);  // every grid holds 0
+      hi(0) = std::max(b, 0.0f);
+    }
+    r.ranges.push_back({q->path(), *std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end()),
+                        s->per_channel});
+    q->set_range(std::move(lo), std::move(hi));
+  }
+  return r;
+}
+
+}  // namespace detail
+
+}  // namespace xq
