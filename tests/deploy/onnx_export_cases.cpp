@@ -60,6 +60,96 @@ struct shared_net {
   }
 };
 
+/// A residual block (NVIDIA's residual QDQ case decides the add's QDQ), average pooling
+/// (its input QDQ is NVIDIA's default) and global average pooling.
+template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Add = xq::add, class Pool = xq::average_pool2d,
+          class Gap = xq::global_average_pool2d, class Head = xq::dense>
+struct residual_net {
+  Conv stem{xq::conv2d(6, 3).padding(xq::padding::same)};
+  Conv branch{xq::conv2d(6, 3).padding(xq::padding::same).use_bias(false)};
+  Norm norm{xq::batch_norm().momentum(0.5f)};
+  Add merge;
+  Pool pool{xq::average_pool2d(2)};
+  Gap gap;
+  Head head{xq::dense(4)};
+  XQ_CHILDREN(stem, branch, norm, merge, pool, gap, head)
+  xq::var operator()(const xq::var& x) {
+    const xq::var h = xq::ops::relu(stem(x));
+    const xq::var r = xq::ops::relu(merge(h, norm(branch(h))));
+    return head(gap(pool(r)));
+  }
+};
+
+/// Every activation (layers and functions), multiply, concatenations, global max pooling.
+template <class Conv = xq::conv2d, class Add = xq::add, class Cat = xq::concatenate, class Mul = xq::multiply,
+          class Pool = xq::average_pool2d, class Gap = xq::global_average_pool2d, class Gmp = xq::global_max_pool2d,
+          class Relu6 = xq::relu6, class Leaky = xq::leaky_relu, class Swish = xq::swish, class Tanh = xq::tanh,
+          class Sigmoid = xq::sigmoid, class Dense = xq::dense, class Softmax = xq::softmax>
+struct activation_net {
+  Conv stem{xq::conv2d(6, 3).padding(xq::padding::same)};
+  Conv branch{xq::conv2d(6, 3).padding(xq::padding::same)};
+  Conv side{xq::conv2d(4, 1)};
+  Conv gate{xq::conv2d(4, 1)};
+  Add residual;
+  Pool pool{xq::average_pool2d(2)};
+  Mul gated;
+  Cat features;
+  Cat pooled;
+  Gap gap;
+  Gmp gmp;
+  Relu6 clip;
+  Leaky leaky{xq::leaky_relu(0.1f)};
+  Swish swish;
+  Tanh squash;
+  Sigmoid sigmoid;
+  Dense hidden{xq::dense(12)};
+  Dense head{xq::dense(4)};
+  Softmax probabilities;
+  XQ_CHILDREN(stem, branch, side, gate, residual, pool, gated, features, pooled, gap, gmp, clip, leaky, swish, squash,
+              sigmoid, hidden, head, probabilities)
+  xq::var operator()(const xq::var& x) {
+    const xq::var h = clip(stem(x));
+    const xq::var b = xq::ops::relu6(branch(h));
+    const xq::var r = pool(residual(h, b));
+    const xq::var m = gated(swish(side(r)), sigmoid(gate(r)));
+    const xq::var c = features({m, squash(r), xq::ops::tanh(r)});
+    const xq::var e = pooled(gap(c), gmp(xq::ops::swish(c)));
+    return probabilities(head(leaky(hidden(xq::ops::sigmoid(e)))));
+  }
+};
+
+/// ids (N, 6) -> an embedding, a hidden layer, a projection tied to the table.
+template <class Embed = xq::embedding, class Flat = xq::flatten, class Hidden = xq::dense,
+          class Project = xq::tied_projection>
+struct tied_lm {
+  Embed embed{xq::embedding(8, 8)};
+  Flat flat;
+  Hidden hidden{xq::dense(8)};
+  Project project;
+  XQ_CHILDREN(embed, flat, hidden, project)
+  tied_lm() = default;
+  explicit tied_lm(bool tie) {
+    if (!tie) return;
+    embed.build();
+    project = Project(embed, true);
+  }
+  xq::var operator()(const xq::var& ids) { return project(xq::ops::relu(hidden(flat(embed(ids))))); }
+};
+
+/// Token ids (N, 6): the class is readable from the first three ids.
+xq::dataset token_data(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> id(0, 7);
+  xq::tensor x = xq::tensor::from_shape({n, 6});
+  xq::tensor y = xq::tensor::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    const int label = int(i % 4);
+    for (std::size_t t = 0; t < 6; ++t) x(i, t) = float(t < 3 ? label + 4 * (t % 2) : id(rng));
+    y(i) = float(label);
+  }
+  return xq::dataset{x, y};
+}
+
 xq::dataset quadrant_data(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.0f, 0.6f);
@@ -112,9 +202,10 @@ int check(Model& model, const run_args& a, const xq::dataset& test, const xq::de
   if (eo.weight_layout == xq::deploy::onnx_weight_layout::float_qdq) lo.bias = xq::deploy::bias_precision::float32;
   std::filesystem::create_directories(a.dir);
   const std::string base = a.dir + "/" + a.name;
-  xq::deploy::export_onnx(model, {12, 12, 1}, base + ".onnx", eo);
+  const std::vector<std::size_t> sample(test.inputs.shape().begin() + 1, test.inputs.shape().end());
+  xq::deploy::export_onnx(model, sample, base + ".onnx", eo);
   std::cout << a.name << ": wrote " << base << ".onnx\n";
-  const auto engine = xq::deploy::lower(model, {12, 12, 1}, lo);
+  const auto engine = xq::deploy::lower(model, sample, lo);
   const auto values = engine.run_all(test.inputs);
   xq::io::save_npy(base + ".input.npy", test.inputs);
   xq::io::save_npy(base + ".output.npy", values.at(engine.output_value).to_real());
@@ -222,6 +313,76 @@ int run(const run_args& a) {
     const auto& bn = model.template get<10>();
     const double gain = xt::amax(xt::abs(bn.gamma()->value / xt::sqrt(bn.moving_variance()->value + bn.epsilon())))();
     return check(model, a, test, eo, 2.0 * gain, 0.99);
+  }
+  if (a.name == "residual") {
+    xq::set_seed(9);
+    residual_net<> model;
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::quantize_options qo;
+    qo.cases = {xq::qdq_cases::residual_connection()};
+    qo.fold_batch_norm = true;
+    qo.freeze_batch_norm_after = 8;
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 1, 5e-4f);
+    // NVIDIA's case: the add input from the conv chain (branch <- norm) stays float, the
+    // shortcut gets a QDQ.
+    if (qat.merge.input_quantizer(1).enabled() || !qat.merge.input_quantizer(0).enabled()) {
+      std::cout << a.name << ": the residual case placed the add's QDQ elsewhere\n";
+      return 1;
+    }
+    const float s_in = qat.head.input_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.head.float_layer().kernel()->value))();
+    return check(qat, a, test, eo, double(s_in) * w, 0.999);
+  }
+  if (a.name == "activations") {
+    xq::set_seed(4);
+    activation_net<> model;
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::quantize_options qo;
+    qo.cases = {xq::qdq_cases::residual_connection()};
+    qo.spec.add("features").add("gated").add("pooled", {true, true, {1}});
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 1, 5e-4f);
+    // The output is softmax's: a probability moves by at most a quarter of a logit's move... within a step.
+    const float s_in = qat.head.input_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.head.float_layer().kernel()->value))();
+    return check(qat, a, test, eo, double(s_in) * w, 0.999);
+  }
+  if (a.name == "tied_embedding" || a.name == "tied_embedding_reverse") {
+    const bool lookup_quantized = a.name == "tied_embedding";
+    const xq::dataset tokens = token_data(256, 51), held_out = token_data(256, 52);
+    xq::set_seed(6);
+    tied_lm<> model(true);
+    xq::build(model, {1, 6});
+    train(model, tokens, 3, 1e-2f);
+    // One table, two uses with their own kernel quantizers: the lookup quantized and the
+    // projection not (tied_embedding), or the reverse.
+    xq::quantization_spec spec;
+    spec.add(lookup_quantized ? "embed" : "project").add("hidden");
+    auto qat = xq::quantize_model(model, xq::quantization_mode::partial, spec);
+    train(qat, tokens, 1, 1e-3f);
+    // The file keeps one initializer for the table, used by the Gather and by the Gemm.
+    const xq::onnx::model m = xq::deploy::export_onnx(qat, {6}, eo);
+    std::size_t tables = 0, readers = 0, floats = 0;
+    std::string table;
+    for (const auto& t : m.graph.initializers) {
+      if (t.name.rfind("tied/", 0) == 0) ++tables, table = t.name;
+      floats += t.name.find("kernel") != std::string::npos && t.dims.size() == 2 && t.dims[0] == 8 && t.dims[1] == 8 &&
+                t.name.rfind("hidden", 0) != 0;
+    }
+    // The quantized use reads it through its own QuantizeLinear, the other directly.
+    for (const auto& n : m.graph.nodes)
+      for (const auto& in : n.inputs) readers += in == table && (n.op_type == "QuantizeLinear" || n.op_type == "Gather" ||
+                                                                 n.op_type == "Gemm");
+    std::cout << a.name << ": " << tables << " tied table initializer (" << table << ") of " << floats
+              << " 8x8 table initializers, read by " << readers << " nodes\n";
+    if (tables != 1 || floats != 1 || readers != 2) return 1;
+    const float s_in = qat.project.input_quantizer().site().enabled() ? qat.project.input_quantizer().site().grid(1).scale[0]
+                                                                       : qat.hidden.input_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.embed.float_layer().kernel()->value))();
+    return check(qat, a, held_out, eo, 8.0 * double(s_in) * w, 0.99);
   }
   std::cerr << "onnx_export_cases: unknown case \"" << a.name << "\"\n";
   return 2;

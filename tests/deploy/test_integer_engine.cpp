@@ -83,7 +83,185 @@ auto trained_qat(Model& model, const xq::dataset& data) {
   return qat;
 }
 
+/// Every remaining layer kind: relu6 (layer and function), a residual add, average
+/// pooling, swish, a sigmoid gate (function) through multiply, tanh, concatenations,
+/// global average and max pooling, leaky_relu and softmax.
+template <class Conv = xq::conv2d, class Add = xq::add, class Cat = xq::concatenate, class Mul = xq::multiply,
+          class Pool = xq::average_pool2d, class Gap = xq::global_average_pool2d, class Gmp = xq::global_max_pool2d,
+          class Relu6 = xq::relu6, class Leaky = xq::leaky_relu, class Swish = xq::swish, class Tanh = xq::tanh,
+          class Dense = xq::dense, class Softmax = xq::softmax>
+struct layer_zoo {
+  Conv stem{xq::conv2d(6, 3).padding(xq::padding::same)};
+  Conv branch{xq::conv2d(6, 3).padding(xq::padding::same)};
+  Conv side{xq::conv2d(4, 1)};
+  Conv gate{xq::conv2d(4, 1)};
+  Add residual;
+  Pool pool{xq::average_pool2d(2)};
+  Mul gated;
+  Cat features;
+  Cat pooled;
+  Gap gap;
+  Gmp gmp;
+  Relu6 clip;
+  Leaky leaky{xq::leaky_relu(0.1f)};
+  Swish swish;
+  Tanh squash;
+  Dense hidden{xq::dense(12)};
+  Dense head{xq::dense(4)};
+  Softmax probabilities;
+  XQ_CHILDREN(stem, branch, side, gate, residual, pool, gated, features, pooled, gap, gmp, clip, leaky, swish, squash,
+              hidden, head, probabilities)
+  xq::var operator()(const xq::var& x) {
+    const xq::var h = clip(stem(x));
+    const xq::var b = xq::ops::relu6(branch(h));
+    const xq::var r = pool(residual(h, b));
+    const xq::var m = gated(swish(side(r)), xq::ops::sigmoid(gate(r)));
+    const xq::var c = features({m, squash(r)});
+    const xq::var e = pooled(gap(c), gmp(c));
+    return probabilities(head(leaky(hidden(e))));
+  }
+};
+
+/// Token ids (N, 6) whose class is the most frequent id mod 4 among 8 ids.
+xq::dataset token_data(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> id(0, 7);
+  xq::tensor x = xq::tensor::from_shape({n, 6});
+  xq::tensor y = xq::tensor::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    const int label = int(i % 4);
+    for (std::size_t t = 0; t < 6; ++t) x(i, t) = float(t < 3 ? label + 4 * (t % 2) : id(rng));
+    y(i) = float(label);
+  }
+  return xq::dataset{x, y};
+}
+
+/// ids (N, 6) -> an embedding (8 x 8), a hidden layer, and a projection tied to the table.
+template <class Embed = xq::embedding, class Flat = xq::flatten, class Hidden = xq::dense,
+          class Project = xq::tied_projection>
+struct tied_lm {
+  Embed embed{xq::embedding(8, 8)};
+  Flat flat;
+  Hidden hidden{xq::dense(8)};
+  Project project;
+  XQ_CHILDREN(embed, flat, hidden, project)
+  tied_lm() = default;
+  explicit tied_lm(bool tie) {
+    if (!tie) return;
+    embed.build();
+    project = Project(embed, true);
+  }
+  xq::var operator()(const xq::var& ids) { return project(xq::ops::relu(hidden(flat(embed(ids))))); }
+};
+
+template <class Model>
+void train_briefly(Model& model, const xq::dataset& data, std::size_t epochs, float lr) {
+  xq::adam opt(xq::trainable_parameters(model), {lr});
+  xq::fit_options fo;
+  fo.epochs = epochs;
+  fo.batch_size = 32;
+  fo.verbose = false;
+  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
+}
+
+/// Parity 100% at every quantized tensor, fast == reference kernels, and a save/load
+/// round trip that runs the same.
+template <class Model>
+void check_exact(Model& qat, const std::vector<std::size_t>& sample, const xq::tensor& inputs, const xq::tensor* labels,
+                 std::size_t expected_points) {
+  xq::deploy::lower_options lo;
+  lo.bias = xq::deploy::bias_precision::float32;
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, sample, lo);
+  INFO(engine.summary());
+  CHECK(engine.parity_points.size() == expected_points);
+  const auto report = xq::deploy::parity(qat, engine, inputs, labels, 64);
+  INFO(report.table());
+  std::printf("%s", report.table().c_str());
+  for (const auto& row : report.rows) {
+    CAPTURE(row.label);
+    CHECK(row.share() == 1.0);
+  }
+  CHECK(report.same_top1_share() == 1.0);
+  CHECK(report.max_output_difference <= 1e-5);
+  xq::deploy::run_options ref;
+  ref.reference_kernels = true;
+  const bool same = engine.run(inputs, ref) == engine.run(inputs);
+  CHECK(same);
+  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
+  CHECK(back.summary() == engine.summary());
+  const bool same_back = back.run(inputs) == engine.run(inputs);
+  CHECK(same_back);
+}
+
 }  // namespace
+
+TEST_CASE("lower: merges, pools and activations compute the simulation's integers", "[deploy][lower][layers]") {
+  xq::set_seed(4);
+  layer_zoo<> model;
+  const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
+  xq::build(model, {1, 12, 12, 1});
+  train_briefly(model, data, 2, 3e-3f);
+  // NVIDIA's placement: conv/dense inputs and kernels, the average pools' inputs (the
+  // scheme's default), the residual add's inputs (its residual case), and by the spec
+  // the concatenation's and the multiply's inputs.
+  xq::quantize_options qo;
+  qo.cases = {xq::qdq_cases::residual_connection()};
+  qo.spec.add("features").add("gated").add("pooled", {true, true, {1}});
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  train_briefly(qat, data, 1, 5e-4f);
+  CHECK(qat.residual.input_quantizer(0).enabled());
+  CHECK(qat.pool.input_quantizer().enabled());
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1});
+  INFO(engine.summary());
+  std::size_t clamps = 0, floats = 0, concats = 0;
+  for (const auto& op : engine.ops) {
+    clamps += std::string(op->kind()) == "clamp";
+    floats += dynamic_cast<const xq::deploy::real_function_op*>(op.get()) != nullptr;
+    concats += std::string(op->kind()) == "concatenate";
+  }
+  CHECK(clamps >= 1);  // relu6 on the integers of the next grid
+  CHECK(concats == 2);
+  CHECK(floats >= 8);
+  // stem, branch, side, gate, hidden and head inputs; the add's two; the average pools'
+  // (gap: the scheme's default); the multiply's two; the features' two; the pooled
+  // concatenation's input 1.
+  check_exact(qat, {12, 12, 1}, test.inputs, &test.targets, 15);
+}
+
+TEST_CASE("lower: an embedding and its tied projection", "[deploy][lower][layers]") {
+  const xq::dataset data = token_data(256, 51), test = token_data(200, 52);
+  for (bool lookup_quantized : {true, false}) {
+    CAPTURE(lookup_quantized);
+    xq::set_seed(6);
+    tied_lm<> model(true);
+    xq::build(model, {1, 6});
+    train_briefly(model, data, 3, 1e-2f);
+    // One table, two uses, each with its own kernel quantizer: the lookup quantized and
+    // the projection not, then the reverse (the projection an integer dense).
+    xq::quantization_spec spec;
+    spec.add(lookup_quantized ? "embed" : "project").add("hidden");
+    auto qat = xq::quantize_model(model, xq::quantization_mode::partial, spec);
+    train_briefly(qat, data, 1, 1e-3f);
+    CHECK(qat.embed.weight_quantizer().enabled() == lookup_quantized);
+    CHECK(qat.project.weight_quantizer().enabled() != lookup_quantized);
+    xq::deploy::lower_options lo;
+    lo.bias = xq::deploy::bias_precision::float32;
+    const auto engine = xq::deploy::lower(qat, {6}, lo);
+    INFO(engine.summary());
+    std::size_t gathers = 0, integer_dense = 0;
+    for (const auto& op : engine.ops) {
+      if (auto* g = dynamic_cast<const xq::deploy::gather_op*>(op.get())) {
+        ++gathers;
+        CHECK(g->quantized == lookup_quantized);
+      }
+      integer_dense += dynamic_cast<const xq::deploy::integer_linear_op*>(op.get()) != nullptr;
+    }
+    CHECK(gathers == 1);
+    CHECK(integer_dense == (lookup_quantized ? 1u : 2u));
+    check_exact(qat, {6}, test.inputs, &test.targets, lookup_quantized ? 1 : 2);
+  }
+}
 
 TEST_CASE("requantization: TFLite's fixed point and ORT's float multiplier", "[deploy][requantize]") {
   using xq::deploy::quantize_multiplier;
@@ -276,12 +454,20 @@ TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with L
   CHECK(same);
 }
 
+namespace {
+/// A layer xquant has no integer form for: a user's own.
+struct channel_shuffle : xq::layer<channel_shuffle> {
+  channel_shuffle() : xq::layer<channel_shuffle>("channel_shuffle") {}
+  xq::var call(const xq::var& x) const { return xq::ops::relu(x); }
+  std::vector<xq::parameter_ptr> parameters() const { return {}; }
+};
+}  // namespace
+
 TEST_CASE("lower: a layer without an integer form is named", "[deploy][lower]") {
-  auto model = xq::sequential(xq::conv2d(4, 3), xq::average_pool2d(2), xq::flatten(), xq::dense(3));
+  auto model = xq::sequential(xq::conv2d(4, 3), channel_shuffle(), xq::flatten(), xq::dense(3));
   xq::build(model, {1, 8, 8, 1});
-  auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 8, 8, 1});
-  CHECK_THROWS_WITH(xq::deploy::lower(qat, {8, 8, 1}),
-                    Catch::Contains("average_pool2d") && Catch::Contains("a layer the integer engine has"));
+  CHECK_THROWS_WITH(xq::deploy::lower(model, {8, 8, 1}),
+                    Catch::Contains("channel_shuffle") && Catch::Contains("a layer the integer engine has"));
 }
 
 TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and foreign files",

@@ -22,7 +22,14 @@
 ///  - Larq's binary layers use standard operators: sign as GreaterOrEqual + Where (sign(0)
 ///    = +1), the ±1 kernel as int8 + DequantizeLinear (scale 1), "same" padding with +1
 ///    as a Pad node, so any runtime runs them;
-///  - a layer called twice is nodes twice over one set of initializers.
+///  - a layer called twice is nodes twice over one set of initializers; a weight tied
+///    between layers (an embedding and its tied_projection, a tied_dense) is ONE float
+///    initializer, each quantized use with its own QuantizeLinear → DequantizeLinear;
+///  - average_pool2d → AveragePool (count_include_pad 0: TF's same padding), global pools →
+///    GlobalAveragePool / GlobalMaxPool (+ Flatten), relu6 → Clip(0, 6), leaky_relu →
+///    LeakyRelu, swish → x · Sigmoid(x), softmax → Softmax over the NHWC channels,
+///    add / multiply / concatenate → Add / Mul / Concat with a QDQ per quantized input,
+///    embedding → Gather at Cast(ids, int64), tied_projection → Gemm(transB = 1).
 /// The graph takes and returns NHWC tensors like xquant (a Transpose to and from ONNX's
 /// NCHW around the spatial part; a flatten after a conv transposes back first, so the
 /// features come in xquant's order). The model's metadata records the numerics of every

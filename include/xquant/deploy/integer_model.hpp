@@ -212,7 +212,72 @@ class real_linear_op final : public lowered_op {
   std::array<std::size_t, 2> strides{1, 1}, dilation{1, 1};
   int padding = 0;  ///< xq::padding as int (valid 0, same 1)
   float pad_value = 0.0f;
+  /// dense only: x · kernelᵀ with the kernel (V, D) (a tied projection), as
+  /// xq::ops::matmul_transposed computes it.
+  bool transposed = false;
   const char* kind() const noexcept override { return dense ? "real_dense" : "real_conv2d"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// A float operation computed by xquant's own function (`xq::ops::<function>`) on real
+/// tensors, so it gives the simulation's floats bit for bit: average pooling (the
+/// simulation averages the dequantized values in float: an integer sum would round
+/// differently), global average pooling, the activations with no exact integer form
+/// (relu6 on reals, leaky_relu, sigmoid, tanh, swish, softmax), and add and multiply of
+/// inputs on different grids (the simulation adds the dequantized floats). The next
+/// quantizer downstream then rounds with the simulation's own quantizer.
+class real_function_op final : public lowered_op {
+ public:
+  /// "average_pool2d", "global_average_pool2d", "relu6", "leaky_relu", "sigmoid", "tanh",
+  /// "swish", "softmax", "add", "multiply".
+  std::string function;
+  std::array<std::size_t, 2> pool{1, 1}, strides{1, 1};  ///< average_pool2d
+  int padding = 0;                                       ///< average_pool2d: valid 0, same 1
+  bool keepdims = false;                                 ///< global_average_pool2d
+  float alpha = 0.3f;                                    ///< leaky_relu
+  /// Whether `f` is one of the functions above.
+  XQ_DECL static bool known(const std::string& f) noexcept;
+  XQ_DECL const char* kind() const noexcept override;
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Concatenation along `axis` (of the batch-first tensor, non-negative) of real tensors,
+/// or of integer tensors on one grid (the integers are copied: rounding commutes with
+/// concatenation).
+class concatenate_op final : public lowered_op {
+ public:
+  std::size_t axis = 0;
+  const char* kind() const noexcept override { return "concatenate"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// An integer clamp of centred integers to [lo, hi]: relu6 on a tensor already on the next
+/// quantizer's grid, lo = q(0) - zp and hi = q(6) - zp with that quantizer's own rounding
+/// of 6 (a monotone rounding commutes with the clamp: q(min(max(x, 0), 6)) =
+/// min(max(q(x), q(0)), q(6))).
+class clamp_op final : public lowered_op {
+ public:
+  std::int32_t lo = 0, hi = 0;
+  const char* kind() const noexcept override { return "clamp"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// An embedding lookup: ids (a real tensor of integer values, any shape) -> real rows
+/// (shape + (dim,)). A quantized table is kept as its kernel quantizer's integers (int8,
+/// centred) with a scale per row, and a row is (q - zp) * scale in float: the simulation's
+/// fake-quantized table exactly; an unquantized one as floats.
+class gather_op final : public lowered_op {
+ public:
+  std::size_t rows = 0, dim = 0;
+  bool quantized = false;
+  std::vector<std::int16_t> integers;  ///< rows * dim, q - zero_point (quantized)
+  std::vector<float> row_scale;        ///< per row (quantized)
+  std::vector<float> table;            ///< rows * dim (not quantized)
+  const char* kind() const noexcept override { return "gather"; }
   XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
   XQ_DECL std::string describe() const override;
 };

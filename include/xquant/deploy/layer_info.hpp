@@ -23,18 +23,28 @@
 #include "../core/type_name.hpp"
 #include "../core/var.hpp"
 #include "../layers/activation.hpp"
+#include "../layers/add.hpp"
+#include "../layers/average_pool2d.hpp"
 #include "../layers/batch_norm.hpp"
+#include "../layers/concatenate.hpp"
 #include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/depthwise_conv2d.hpp"
 #include "../layers/dropout.hpp"
+#include "../layers/embedding.hpp"
 #include "../layers/flatten.hpp"
+#include "../layers/global_average_pool2d.hpp"
+#include "../layers/global_max_pool2d.hpp"
 #include "../layers/max_pool2d.hpp"
+#include "../layers/multiply.hpp"
 #include "../layers/reshape.hpp"
+#include "../layers/tied_dense.hpp"
+#include "../layers/tied_projection.hpp"
 #include "../quantizers/approx_sign.hpp"
 #include "../quantizers/no_quantizer.hpp"
 #include "../quantizers/ste_sign.hpp"
 #include "../wrappers/input_quantized.hpp"
+#include "../wrappers/inputs_quantized.hpp"
 #include "../wrappers/quant_conv2d.hpp"
 #include "../wrappers/quant_dense.hpp"
 #include "../wrappers/quantized_batch_norm.hpp"
@@ -43,7 +53,15 @@
 namespace xq::deploy {
 
 struct layer_info {
-  enum class kind { none, linear, max_pool, batch_norm, flatten, reshape, identity, relu };
+  enum class kind {
+    none, linear, max_pool, batch_norm, flatten, reshape, identity, relu,
+    average_pool,         ///< average_pool2d (pool, pool_strides, pool_padding)
+    global_average_pool,  ///< global_average_pool2d (keepdims)
+    global_max_pool,      ///< global_max_pool2d (keepdims)
+    activation,           ///< relu6, leaky_relu, sigmoid, tanh, swish, softmax (`function`, alpha)
+    merge,                ///< add, concatenate, multiply (`function`, axis, one quantizer per input)
+    embedding             ///< a table lookup (kernel: the table, weight: its quantizer)
+  };
   enum class form { conv2d, depthwise_conv2d, dense };
   /// How a Larq layer quantizes: not at all, Larq's sign (ste_sign, approx_sign: ±1
   /// forward), or another quantizer (no binary form).
@@ -70,6 +88,20 @@ struct layer_info {
   // pooling
   std::array<std::size_t, 2> pool{1, 1}, pool_strides{1, 1};
   xq::padding pool_padding = xq::padding::valid;
+
+  // global pools
+  bool keepdims = false;
+
+  // activations and merges: the xq::ops function's name ("sigmoid", "add", ...)
+  std::string function;
+  float alpha = 0.3f;  ///< leaky_relu
+  int axis = -1;       ///< concatenate, as the layer has it (NHWC)
+  /// A merge's input QDQ sites by input index (inputs_quantized; null: that input has none).
+  std::vector<const site_quantizers*> inputs;
+
+  // weights shared between layers (embedding, tied_projection, tied_dense)
+  const void* kernel_id = nullptr;  ///< the kernel parameter: one per tied weight
+  bool transposed = false;          ///< tied_projection: x · kernelᵀ, the kernel (V, D), output channel V
 
   // batch norm
   const batch_norm* norm = nullptr;
@@ -100,9 +132,36 @@ XQ_DECL void describe_float(const flatten& l, layer_info& i);
 XQ_DECL void describe_float(const reshape& l, layer_info& i);
 XQ_DECL void describe_float(const dropout& l, layer_info& i);
 XQ_DECL void describe_float(const relu& l, layer_info& i);
+XQ_DECL void describe_float(const relu6& l, layer_info& i);
+XQ_DECL void describe_float(const leaky_relu& l, layer_info& i);
+XQ_DECL void describe_float(const sigmoid& l, layer_info& i);
+XQ_DECL void describe_float(const tanh& l, layer_info& i);
+XQ_DECL void describe_float(const swish& l, layer_info& i);
+XQ_DECL void describe_float(const softmax& l, layer_info& i);
+XQ_DECL void describe_float(const average_pool2d& l, layer_info& i);
+XQ_DECL void describe_float(const global_average_pool2d& l, layer_info& i);
+XQ_DECL void describe_float(const global_max_pool2d& l, layer_info& i);
+XQ_DECL void describe_float(const add& l, layer_info& i);
+XQ_DECL void describe_float(const concatenate& l, layer_info& i);
+XQ_DECL void describe_float(const multiply& l, layer_info& i);
+XQ_DECL void describe_float(const embedding& l, layer_info& i);
+XQ_DECL void describe_float(const tied_projection& l, layer_info& i);
+XQ_DECL void describe_float(const tied_dense& l, layer_info& i);
 /// Any other float layer: no integer form (kind::none, its type recorded for the error).
 template <class L>
 void describe_float(const L&, layer_info&) {}
+
+/// The layer types with a describe_float overload above.
+template <class L>
+inline constexpr bool has_integer_form_v =
+    std::is_same_v<L, conv2d> || std::is_same_v<L, dense> || std::is_same_v<L, depthwise_conv2d> ||
+    std::is_same_v<L, max_pool2d> || std::is_same_v<L, batch_norm> || std::is_same_v<L, flatten> ||
+    std::is_same_v<L, reshape> || std::is_same_v<L, dropout> || std::is_same_v<L, relu> || std::is_same_v<L, relu6> ||
+    std::is_same_v<L, leaky_relu> || std::is_same_v<L, sigmoid> || std::is_same_v<L, tanh> ||
+    std::is_same_v<L, swish> || std::is_same_v<L, softmax> || std::is_same_v<L, average_pool2d> ||
+    std::is_same_v<L, global_average_pool2d> || std::is_same_v<L, global_max_pool2d> || std::is_same_v<L, add> ||
+    std::is_same_v<L, concatenate> || std::is_same_v<L, multiply> || std::is_same_v<L, embedding> ||
+    std::is_same_v<L, tied_projection> || std::is_same_v<L, tied_dense>;
 
 }  // namespace detail
 
@@ -110,9 +169,7 @@ void describe_float(const L&, layer_info&) {}
 /// layer; composites and quantizers add nothing).
 template <class L>
 void describe_layer(layer_table& table, const L& l) {
-  if constexpr (std::is_same_v<L, conv2d> || std::is_same_v<L, dense> || std::is_same_v<L, depthwise_conv2d> ||
-                std::is_same_v<L, max_pool2d> || std::is_same_v<L, batch_norm> || std::is_same_v<L, flatten> ||
-                std::is_same_v<L, reshape> || std::is_same_v<L, dropout> || std::is_same_v<L, relu>) {
+  if constexpr (detail::has_integer_form_v<L>) {
     layer_info& i = table[l.path()];
     i.path = l.path();
     i.type = xq::detail::type_short_name<L>();
@@ -139,6 +196,19 @@ void describe_layer(layer_table& table, const input_quantized<Layer, Derived>& w
   i.type = xq::detail::type_short_name<Layer>();
   detail::describe_float(w.float_layer(), i);
   i.input = &w.input_quantizer();
+  i.output = &w.output_quantizer();
+}
+
+/// A merge layer's twin: one QDQ site per input (NVIDIA's quantization_index).
+template <class Layer>
+void describe_layer(layer_table& table, const inputs_quantized<Layer>& w) {
+  layer_info& i = table[w.path()];
+  i.path = w.path();
+  i.type = xq::detail::type_short_name<Layer>();
+  detail::describe_float(w.float_layer(), i);
+  // The sites are made on the first call (build_and_describe ran one): read, not add.
+  auto& sites = const_cast<inputs_quantized<Layer>&>(w);
+  for (std::size_t k = 0; k < w.inputs_seen(); ++k) i.inputs.push_back(&sites.input_quantizer(k));
   i.output = &w.output_quantizer();
 }
 

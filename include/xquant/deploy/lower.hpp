@@ -17,6 +17,18 @@
 ///    batch norm it feeds alone (folded or not) is absorbed into the per-channel
 ///    multiplier and the int32 bias. Where no quantizer follows (the logits), the output
 ///    is float: acc * s_in * s_w + bias;
+///  - relu6 on integers of the next grid is an integer clamp to [q(0), q(6)] (the next
+///    quantizer's own rounding of 6); global max pooling is an integer max pool;
+///  - average and global average pooling, leaky_relu, sigmoid, tanh, swish, softmax, add and
+///    multiply compute in float with xquant's own functions on the dequantized values,
+///    which are the simulation's fake-quantized floats: the next quantizer then rounds
+///    the simulation's floats with the simulation's quantizer (measured: every element of
+///    every layer identical, tests/deploy/test_integer_engine.cpp). A merge's inputs are
+///    each quantized by their own QDQ site (NVIDIA's quantization_index);
+///    concatenation copies integers when every input is on one grid, floats otherwise;
+///  - an embedding is a gather of its kernel quantizer's int8 rows (a scale per row) or of
+///    floats; a tied projection (x · tableᵀ) is an integer dense when its input and table
+///    are quantized, else xq::ops::matmul_transposed on the table the simulation uses;
 ///  - Larq layers with sign quantizers on input and kernel become XNOR-popcount ops on
 ///    bit-packed ±1 values; a float-input layer with a binary kernel (a BNN's stem) stays a
 ///    float op with the ±1 kernel; batch norms between binary layers run in float with the

@@ -37,6 +37,8 @@ class exporter : trace_walk {
   exporter(const graph_trace& g, const layer_table& t, const export_options& o) : trace_walk(g, t), o_(o) {
     if (o.opset != 13 && o.opset < 19)
       throw argument_error("export_onnx", "opset 13, or 19 and later", xq::detail::concat(o.opset));
+    for (const auto& kv : t)  // layers per kernel parameter: more than one is a tied weight
+      if (kv.second.kernel_id) ++kernel_users_[kv.second.kernel_id];
   }
 
   ox::model run(const variable_state* input, const variable_state* output, const std::vector<std::size_t>& shape) {
@@ -188,21 +190,33 @@ class exporter : trace_walk {
   void export_call(std::size_t i) {
     const traced_call& c = g_.calls()[i];
     if (c.function) {
-      if (c.type != "relu")
-        throw argument_error("xq::ops::" + c.type, "a function with an ONNX form (relu)", "xq::ops::" + c.type);
-      onnx_value v = value(c.inputs.at(0), c.describe());
-      v.name = node("Relu", {v.name}, "relu");
-      values_[c.output] = v;
-      return;
+      if (c.type == "relu" || c.type == "relu6" || c.type == "sigmoid" || c.type == "tanh" || c.type == "swish" ||
+          c.type == "softmax") {
+        values_[c.output] = activation(value(c.inputs.at(0), c.describe()), c.type, 0.0f, c.type);
+        return;
+      }
+      if (c.type == "add" || c.type == "multiply" || c.type == "concatenate")
+        return export_merge(i, c.type, concat_axis_of(c), {}, c.type);
+      throw argument_error("xq::ops::" + c.type,
+                           "a function with an ONNX form (relu, relu6, sigmoid, tanh, swish, softmax, add, multiply, "
+                           "concatenate; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
+                           "xq::ops::" + c.type);
     }
     const layer_info* info = info_of(c);
     if (!info || info->what == layer_info::kind::none)
       throw argument_error(c.path, "a layer with an ONNX form (conv2d, depthwise_conv2d, dense, max_pool2d, "
-                                   "batch_norm, relu, flatten, reshape, dropout, Larq sign layers)",
+                                   "average_pool2d, global_average_pool2d, global_max_pool2d, batch_norm, relu, relu6, "
+                                   "leaky_relu, sigmoid, tanh, swish, softmax, add, concatenate, multiply, embedding, "
+                                   "tied_projection, tied_dense, flatten, reshape, dropout, Larq sign layers)",
                            "a " + c.type + " layer");
+    if (info->what == layer_info::kind::merge) return export_merge(i, info->function, info->axis, info->inputs, c.path);
+    if (info->what == layer_info::kind::embedding) return export_embedding(i, *info);
     onnx_value v = value(c.inputs.at(0), c.describe());
     if (info->what != layer_info::kind::linear)
-      if (const fake_quantizer* q = site_quantizer(info->input, i)) v.name = qdq(v.name, *q, input_label(i, 0), c.inputs[0]->value.shape());
+      if (const fake_quantizer* q = site_quantizer(info->input, i)) {
+        v = to_nchw(v);  // exposed spatial tensors are NCHW
+        v.name = qdq(v.name, *q, input_label(i, 0), c.inputs[0]->value.shape());
+      }
     switch (info->what) {
       case layer_info::kind::identity: values_[c.output] = v; return;
       case layer_info::kind::relu:
@@ -259,9 +273,178 @@ class exporter : trace_walk {
         values_[c.output] = v;
         return;
       }
+      case layer_info::kind::average_pool: {
+        // TF's same padding averages the non-padded elements only: count_include_pad 0.
+        v = to_nchw(v);
+        const auto& s = c.inputs[0]->value.shape();
+        const window_axis a = resolve_axis(s[1], info->pool[0], info->pool_strides[0], 1, info->pool_padding);
+        const window_axis b = resolve_axis(s[2], info->pool[1], info->pool_strides[1], 1, info->pool_padding);
+        v.name = node("AveragePool", {v.name}, c.path,
+                      {ox::ints_attribute("kernel_shape", {std::int64_t(info->pool[0]), std::int64_t(info->pool[1])}),
+                       ox::ints_attribute("strides", {std::int64_t(info->pool_strides[0]), std::int64_t(info->pool_strides[1])}),
+                       ox::ints_attribute("pads", {std::int64_t(a.pad_before), std::int64_t(b.pad_before),
+                                                   std::int64_t(a.pad_after), std::int64_t(b.pad_after)}),
+                       ox::int_attribute("count_include_pad", 0)});
+        values_[c.output] = v;
+        return;
+      }
+      case layer_info::kind::global_average_pool:
+      case layer_info::kind::global_max_pool: {
+        v = to_nchw(v);
+        const bool average = info->what == layer_info::kind::global_average_pool;
+        v.name = node(average ? "GlobalAveragePool" : "GlobalMaxPool", {v.name}, c.path + (info->keepdims ? "" : "/pooled"));
+        if (!info->keepdims) {  // (N, C, 1, 1) -> (N, C)
+          v.name = node("Flatten", {v.name}, c.path, {ox::int_attribute("axis", 1)});
+          v.rank = 2;
+          v.nchw = false;
+        }
+        values_[c.output] = v;
+        return;
+      }
+      case layer_info::kind::activation:
+        values_[c.output] = activation(v, info->function, info->alpha, c.path);
+        return;
       case layer_info::kind::linear: export_linear(i, *info, v); return;
+      case layer_info::kind::merge:
+      case layer_info::kind::embedding:
       case layer_info::kind::none: break;
     }
+  }
+
+  static int concat_axis_of(const traced_call& c) {
+    const auto& in = c.inputs.at(0)->value.shape();
+    const auto& out = c.output->value.shape();
+    for (std::size_t d = 0; d < out.size() && d < in.size(); ++d)
+      if (out[d] != in[d]) return int(d);
+    return -1;
+  }
+
+  /// An activation in standard operators: Relu, Clip(0, 6), LeakyRelu, Sigmoid, Tanh,
+  /// x * Sigmoid(x) (opset 13 has no Swish), Softmax over the last axis of the NHWC tensor.
+  onnx_value activation(onnx_value v, const std::string& function, float alpha, const std::string& name) {
+    if (function == "relu") v.name = node("Relu", {v.name}, name);
+    else if (function == "relu6") v.name = node("Clip", {v.name, constant(0.0f), constant(6.0f)}, name);
+    else if (function == "leaky_relu") v.name = node("LeakyRelu", {v.name}, name, {ox::float_attribute("alpha", alpha)});
+    else if (function == "sigmoid") v.name = node("Sigmoid", {v.name}, name);
+    else if (function == "tanh") v.name = node("Tanh", {v.name}, name);
+    else if (function == "swish") v.name = node("Mul", {v.name, node("Sigmoid", {v.name}, name + "/sigmoid")}, name);
+    else if (function == "softmax") {
+      v = to_nhwc(v);
+      v.name = node("Softmax", {v.name}, name, {ox::int_attribute("axis", -1)});
+    } else {
+      throw argument_error(name, "an activation with an ONNX form", function);
+    }
+    return v;
+  }
+
+  /// add / multiply / concatenate: each input through its own QDQ (if on), spatial
+  /// inputs NCHW; Add, Mul and Concat (the NHWC axis mapped to NCHW).
+  void export_merge(std::size_t i, const std::string& function, int axis, const std::vector<const site_quantizers*>& sites,
+                    const std::string& name) {
+    const traced_call& c = g_.calls()[i];
+    std::vector<onnx_value> in;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      onnx_value v = to_nchw(value(c.inputs[k], c.describe()));
+      if (const fake_quantizer* q = k < sites.size() ? site_quantizer(sites[k], i) : nullptr)
+        v.name = qdq(v.name, *q, input_label(i, k), c.inputs[k]->value.shape());
+      in.push_back(v);
+    }
+    onnx_value out = in.at(0);
+    if (function == "concatenate") {
+      const long rank = long(c.output->value.dimension());
+      long ax = axis < 0 ? axis + rank : axis;
+      if (rank == 4) ax = ax == 3 ? 1 : ax == 0 ? 0 : ax + 1;  // NHWC -> NCHW
+      std::vector<std::string> names;
+      for (const auto& v : in) names.push_back(v.name);
+      out.name = node("Concat", names, name, {ox::int_attribute("axis", ax)});
+    } else {
+      const char* op = function == "add" ? "Add" : "Mul";
+      for (std::size_t k = 1; k < in.size(); ++k)
+        out.name = node(op, {out.name, in[k].name}, k + 1 == in.size() ? name : name + "/partial");
+    }
+    values_[c.output] = out;
+  }
+
+  /// An embedding: Gather of the table (its kernel quantizer's integers + DequantizeLinear,
+  /// or floats; a tied table is one initializer) at the ids cast to int64.
+  void export_embedding(std::size_t i, const layer_info& info) {
+    const traced_call& c = g_.calls()[i];
+    const onnx_value ids = value(c.inputs.at(0), c.describe());
+    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
+    std::vector<float> unused;
+    const std::string table = weight_2d(c.path, info, wq, 0, unused);
+    const std::string index = node("Cast", {ids.name}, c.path + "/ids", {ox::int_attribute("to", 7)});  // INT64
+    const std::string y = node("Gather", {table, index}, c.path, {ox::int_attribute("axis", 0)});
+    values_[c.output] = onnx_value{y, c.output->value.dimension(), false};
+  }
+
+  /// A rank-2 kernel in its own layout ((K, F) dense, (V, D) table): the simulation's
+  /// integers + DequantizeLinear, or — for a weight tied between layers, which keep ONE
+  /// initializer — the float matrix and, per quantized use, its own QuantizeLinear →
+  /// DequantizeLinear (each use has its own kernel quantizer). `channel_scale` gets s_w
+  /// per output channel (axis `out_axis`); empty when the grid is per channel on the other axis.
+  std::string weight_2d(const std::string& path, const layer_info& info, const fake_quantizer* wq, std::size_t out_axis,
+                        std::vector<float>& channel_scale) {
+    const tensor& k = info.kernel;
+    const auto& ks = k.shape();
+    const std::size_t f = ks[out_axis];
+    const bool tied = info.kernel_id && kernel_users_[info.kernel_id] > 1 && o_.share_reused_weights;
+    channel_scale.assign(f, 1.0f);
+    const std::string store_key = tied ? xq::detail::concat("tied:", info.kernel_id)
+                                       : path + (o_.share_reused_weights ? std::string() : "#" + std::to_string(weights_2d_.size()));
+    if (!wq) {
+      auto it = weights_2d_.find(store_key);
+      if (it == weights_2d_.end())
+        it = weights_2d_.emplace(store_key, add_initializer(ox::tensor_data::float32(
+                                                (tied ? "tied/" : "") + path + "/kernel", dims64(ks),
+                                                std::vector<float>(k.begin(), k.end())))).first;
+      return it->second;
+    }
+    const kernels::channel_layout wl =
+        wq->config().per_channel ? kernels::channel_layout::of(ks, wq->config().channel_axis, wq->path().c_str())
+                                 : kernels::channel_layout{1, 1, k.size()};
+    const quantization_grid wg = wq->grid(wl.channels);
+    note_quantizer(*wq, wg);
+    if (!wg.fits_int8()) throw argument_error(wq->path(), "a kernel grid of int8 integers", describe(wg));
+    const bool per_channel = wg.per_channel && wg.channels() > 1;
+    const long axis = per_channel ? (wq->config().channel_axis < 0 ? wq->config().channel_axis + 2 : wq->config().channel_axis) : 0;
+    if (per_channel && std::size_t(axis) != out_axis) channel_scale.clear();
+    else
+      for (std::size_t o = 0; o < f; ++o) channel_scale[o] = wg.scale[per_channel ? o : 0];
+    std::vector<std::int8_t> zps;
+    for (std::int32_t z : wg.zero_point) zps.push_back(std::int8_t(z));
+    const std::vector<std::int64_t> sdims = per_channel ? std::vector<std::int64_t>{std::int64_t(wg.channels())}
+                                                        : std::vector<std::int64_t>{};
+    std::vector<float> scales = wg.scale;
+    if (!per_channel) scales.resize(1), zps.resize(1);
+    auto params = weight_params_.find(wq);
+    if (params == weight_params_.end()) {
+      const std::string sc = add_initializer(ox::tensor_data::float32(wq->path() + "/scale", sdims, scales));
+      const std::string zp = add_initializer(ox::tensor_data::int8(wq->path() + "/zero_point", sdims, zps));
+      params = weight_params_.emplace(wq, std::make_pair(sc, zp)).first;
+    }
+    std::vector<ox::attribute> axis_attr;
+    if (per_channel) axis_attr.push_back(ox::int_attribute("axis", axis));
+    const auto& [sc, zp] = params->second;
+    if (!tied && o_.weight_layout == onnx_weight_layout::int8_weights) {
+      const std::string key = store_key + "#int8";
+      auto it = weights_2d_.find(key);
+      if (it == weights_2d_.end()) {
+        const std::vector<std::int32_t> q = wq->integers(k);
+        std::vector<std::int8_t> q8(q.begin(), q.end());
+        it = weights_2d_.emplace(key, add_initializer(ox::tensor_data::int8(path + "/kernel", dims64(ks), q8))).first;
+      }
+      return node("DequantizeLinear", {it->second, sc, zp}, path + "/kernel/dq", axis_attr);
+    }
+    if (!wg.symmetric())
+      throw argument_error(wq->path(), "a symmetric kernel grid (zero point 0) for a float kernel + QuantizeLinear", describe(wg));
+    auto it = weights_2d_.find(store_key);
+    if (it == weights_2d_.end())
+      it = weights_2d_.emplace(store_key, add_initializer(ox::tensor_data::float32(
+                                              (tied ? "tied/" : "") + path + "/kernel", dims64(ks),
+                                              std::vector<float>(k.begin(), k.end())))).first;
+    const std::string q = node("QuantizeLinear", {it->second, sc, zp}, path + "/kernel/q", axis_attr);
+    return node("DequantizeLinear", {q, sc, zp}, path + "/kernel/dq", axis_attr);
   }
 
   /// The ONNX kernel of a linear layer from integers or floats in Keras layout (HWIO,
@@ -324,14 +507,23 @@ class exporter : trace_walk {
     const tensor kernel = info.larq ? (info.larq_kernel == lq::none ? info.kernel : info.larq_quantized_kernel)
                                     : quantized_kernel_input(info, &fold_scale);
     const auto& ks = kernel.shape();
-    const std::size_t f = info.linear_form == layer_info::form::depthwise_conv2d ? ks[2] * ks[3] : ks.back();
+    const std::size_t f = info.transposed                                          ? ks[0]
+                          : info.linear_form == layer_info::form::depthwise_conv2d ? ks[2] * ks[3]
+                                                                                   : ks.back();
     const std::string wname = c.path + "/kernel";
+    // A weight tied between layers (one initializer) or a tied projection's table.
+    const bool two_d = !info.larq && !info.fold && dense && info.kernel_id &&
+                       (info.transposed || (kernel_users_[info.kernel_id] > 1 && o_.share_reused_weights));
     // Initializers once per layer; the nodes that dequantize them once per call site (a
     // DequantizeLinear shared by two convs makes onnxruntime 1.32's QDQ fusion fail with
     // "Attempt to replace the existing tensor").
     const std::string weight_key = o_.share_reused_weights ? c.path : c.path + "#" + std::to_string(occurrence_[i]);
     auto cached = kernels_.find(weight_key);
-    if (cached == kernels_.end()) {
+    kernel_entry two_d_entry;  // its nodes per call site, its initializers once (weight_2d)
+    if (two_d) {
+      two_d_entry.stored = weight_2d(c.path, info, wq, info.transposed ? 0 : 1, two_d_entry.channel_scale);
+      two_d_entry.prebuilt = true;
+    } else if (cached == kernels_.end()) {
       kernel_entry k;
       if (wq || (info.larq && info.larq_kernel == lq::sign)) {
         std::vector<std::int32_t> q;
@@ -394,8 +586,9 @@ class exporter : trace_walk {
       }
       cached = kernels_.emplace(weight_key, std::move(k)).first;
     }
-    const kernel_entry& k = cached->second;
+    const kernel_entry& k = two_d ? two_d_entry : cached->second;
     const std::vector<float>& channel_scale = k.channel_scale;
+    const bool int32_bias_possible = channel_scale.size() == f;
     std::string weight = k.stored;
     std::vector<ox::attribute> axis_attr;
     if (k.per_channel) axis_attr.push_back(ox::int_attribute("axis", dense ? 1 : 0));
@@ -428,7 +621,7 @@ class exporter : trace_walk {
           if (norm_call) b[o] = (b[o] - double(norm.mean[o])) * double(norm.scale[o]) + double(norm.offset[o]);
         }
         std::vector<std::string> names;
-        if (iq && wq && o_.weight_layout == onnx_weight_layout::int8_weights) {
+        if (iq && wq && o_.weight_layout == onnx_weight_layout::int8_weights && int32_bias_possible) {
           const float s_in = iq->grid(1).scale[0];
           std::vector<std::int32_t> bi(f);
           std::vector<float> bs(f);
@@ -457,8 +650,11 @@ class exporter : trace_walk {
       if (v.rank == 2) {
         std::vector<std::string> in{v.name, weight};
         if (has_bias) in.push_back(bias);
-        y = node("Gemm", in, c.path);
+        std::vector<ox::attribute> attrs;
+        if (info.transposed) attrs.push_back(ox::int_attribute("transB", 1));  // x · tableᵀ
+        y = node("Gemm", in, c.path, attrs);
       } else {
+        if (info.transposed) weight = node("Transpose", {weight}, wname + "/transposed", {ox::ints_attribute("perm", {1, 0})});
         y = node("MatMul", {v.name, weight}, c.path + "/matmul");
         if (has_bias) y = node("Add", {y, bias}, c.path);
       }
@@ -505,8 +701,12 @@ class exporter : trace_walk {
   struct kernel_entry {
     std::string stored, scale, zero_point;
     bool quantize = false, dequantize = false, per_channel = false;
+    bool prebuilt = false;             ///< `stored` is the weight's final node (weight_2d)
     std::vector<float> channel_scale;  ///< s_w per output channel (1 for float kernels)
   };
+  std::map<std::string, std::string> weights_2d_;  ///< weight_2d's initializers
+  std::map<const fake_quantizer*, std::pair<std::string, std::string>> weight_params_;  ///< a kernel quantizer's scale, zero point
+  std::map<const void*, std::size_t> kernel_users_;  ///< layers per kernel parameter
   std::map<std::string, kernel_entry> kernels_;
   std::map<std::string, std::vector<std::string>> biases_;
   std::map<float, std::string> constants_;

@@ -16,9 +16,16 @@
 #include "../../core/error.hpp"
 #include "../../core/tape.hpp"
 #include "../../core/var.hpp"
+#include "../../core/graph_trace.hpp"
+#include "../../layers/activation.hpp"
+#include "../../layers/add.hpp"
+#include "../../layers/average_pool2d.hpp"
 #include "../../layers/conv2d.hpp"
 #include "../../layers/dense.hpp"
 #include "../../layers/depthwise_conv2d.hpp"
+#include "../../layers/global_average_pool2d.hpp"
+#include "../../layers/multiply.hpp"
+#include "../../layers/tied_projection.hpp"
 #include "../binary_gemm.hpp"
 #include "../integer_model.hpp"
 
@@ -472,7 +479,9 @@ XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_o
   const var xv(std::move(in)), kv(kernel), bv = has_bias ? var(bias) : var();
   const var* b = has_bias ? &bv : nullptr;
   var y;
-  if (dense) {
+  if (dense && transposed) {
+    y = ops::matmul_transposed(xv, kv, b, path);
+  } else if (dense) {
     y = ops::matmul_bias(xv, kv, b, path);
   } else {
     conv2d_geometry g;
@@ -491,6 +500,153 @@ XQ_DECL std::string real_linear_op::describe() const {
   std::ostringstream s;
   s << kind() << " kernel " << xq::detail::shape_string(kernel.shape()) << (has_bias ? " + bias" : "") << " (float32)";
   return s.str();
+}
+
+// --- float functions, concatenation, clamp, gather ------------------------------------
+
+namespace detail {
+
+inline tensor real_tensor_of(const engine_tensor& x, const lowered_op& op) {
+  if (x.kind != value_kind::real)
+    throw argument_error(op.path + " (" + op.kind() + ")", "real inputs", std::string("a ") + to_string(x.kind) + " one");
+  tensor t = tensor::from_shape(x.shape);
+  std::copy(x.real.begin(), x.real.end(), t.data());
+  return t;
+}
+
+inline engine_tensor real_engine_tensor(const tensor& t) {
+  engine_tensor out;
+  out.shape.assign(t.shape().begin(), t.shape().end());
+  out.real.assign(t.begin(), t.end());
+  return out;
+}
+
+constexpr const char* real_functions[] = {"average_pool2d", "global_average_pool2d", "relu6", "leaky_relu", "sigmoid",
+                                          "tanh", "swish", "softmax", "add", "multiply"};
+
+}  // namespace detail
+
+XQ_DECL bool real_function_op::known(const std::string& f) noexcept {
+  for (const char* k : detail::real_functions)
+    if (f == k) return true;
+  return false;
+}
+
+XQ_DECL const char* real_function_op::kind() const noexcept {
+  for (const char* k : detail::real_functions)
+    if (function == k) return k;
+  return "real_function";
+}
+
+XQ_DECL void real_function_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const xq::no_grad scope;
+  const graph_trace swallowed;  // a parity pass traces the model: the engine's calls are not part of it
+  std::vector<var> in;
+  for (std::size_t k : inputs) in.emplace_back(detail::real_tensor_of(values.at(k), *this));
+  if (in.empty()) throw argument_error(path + " (" + kind() + ")", "at least one input", "none");
+  var y;
+  const var& x = in[0];
+  if (function == "average_pool2d")
+    y = ops::average_pool2d(x, pool, strides, padding ? xq::padding::same : xq::padding::valid, path);
+  else if (function == "global_average_pool2d") y = ops::global_average_pool2d(x, keepdims, path);
+  else if (function == "relu6") y = ops::relu6(x);
+  else if (function == "leaky_relu") y = ops::leaky_relu(x, alpha);
+  else if (function == "sigmoid") y = ops::sigmoid(x);
+  else if (function == "tanh") y = ops::tanh(x);
+  else if (function == "swish") y = ops::swish(x);
+  else if (function == "softmax") y = ops::softmax(x, path);
+  else if (function == "add") y = ops::add(in, path);
+  else if (function == "multiply") y = ops::multiply(in, path);
+  else throw argument_error(path, "a known float function", "\"" + function + "\"");
+  values[output] = detail::real_engine_tensor(y.value());
+}
+
+XQ_DECL std::string real_function_op::describe() const {
+  std::ostringstream s;
+  s << function;
+  if (function == "average_pool2d")
+    s << " " << pool[0] << "x" << pool[1] << " stride " << strides[0] << "x" << strides[1]
+      << (padding ? " same" : " valid");
+  if (function == "global_average_pool2d" && keepdims) s << " keepdims";
+  if (function == "leaky_relu") s << " alpha " << alpha;
+  s << " (float32, xquant's own function)";
+  return s.str();
+}
+
+XQ_DECL void concatenate_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const std::string where = path + " (concatenate)";
+  if (inputs.empty()) throw argument_error(where, "at least one input", "none");
+  const engine_tensor& first = values.at(inputs[0]);
+  if (first.kind != value_kind::real && first.kind != value_kind::integer)
+    throw argument_error(where, "real or integer inputs", to_string(first.kind));
+  if (axis >= first.shape.size())
+    throw argument_error(where, xq::detail::concat("inputs of rank above ", axis), xq::detail::concat(first.shape.size()));
+  std::size_t outer = 1, inner = 1, along = 0;
+  for (std::size_t d = 0; d < axis; ++d) outer *= first.shape[d];
+  for (std::size_t d = axis + 1; d < first.shape.size(); ++d) inner *= first.shape[d];
+  for (std::size_t k : inputs) {
+    const engine_tensor& t = values.at(k);
+    bool ok = t.kind == first.kind && t.shape.size() == first.shape.size();
+    for (std::size_t d = 0; ok && d < t.shape.size(); ++d) ok = d == axis || t.shape[d] == first.shape[d];
+    if (ok && t.kind == value_kind::integer)
+      ok = t.scale == first.scale && t.zero_point == first.zero_point && t.qmin == first.qmin && t.qmax == first.qmax;
+    if (!ok)
+      throw argument_error(where, "inputs of one kind (integers on one grid) and matching shapes",
+                           std::string("a ") + to_string(t.kind) + " input of another shape or grid");
+    along += t.shape[axis];
+  }
+  engine_tensor y = first;
+  y.shape[axis] = along;
+  y.real.clear();
+  y.integer.clear();
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t k : inputs) {
+      const engine_tensor& t = values.at(k);
+      const std::size_t width = t.shape[axis] * inner;
+      if (t.kind == value_kind::real)
+        y.real.insert(y.real.end(), t.real.begin() + std::ptrdiff_t(o * width), t.real.begin() + std::ptrdiff_t((o + 1) * width));
+      else
+        y.integer.insert(y.integer.end(), t.integer.begin() + std::ptrdiff_t(o * width),
+                         t.integer.begin() + std::ptrdiff_t((o + 1) * width));
+    }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string concatenate_op::describe() const { return xq::detail::concat("concatenate along axis ", axis); }
+
+XQ_DECL void clamp_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  engine_tensor y = detail::input_of(values, *this, value_kind::integer);
+  for (std::int16_t& v : y.integer) v = static_cast<std::int16_t>(std::max<std::int32_t>(lo, std::min<std::int32_t>(hi, v)));
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string clamp_op::describe() const {
+  return xq::detail::concat("clamp to [", lo, ", ", hi, "] (centred integers)");
+}
+
+XQ_DECL void gather_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& ids = detail::input_of(values, *this, value_kind::real);
+  engine_tensor y;
+  y.shape = ids.shape;
+  y.shape.push_back(dim);
+  y.real.resize(ids.real.size() * dim);
+  for (std::size_t i = 0; i < ids.real.size(); ++i) {
+    const float id = ids.real[i];
+    if (!(id >= 0.0f && id < static_cast<float>(rows) && std::floor(id) == id))
+      throw argument_error(path + " (gather)", xq::detail::concat("integer ids in [0, ", rows, ")"),
+                           xq::detail::concat("id ", id, " at flat position ", i));
+    const std::size_t r = static_cast<std::size_t>(id);
+    float* out = y.real.data() + i * dim;
+    if (quantized)
+      for (std::size_t d = 0; d < dim; ++d) out[d] = float(integers[r * dim + d]) * row_scale[r];
+    else
+      std::copy(table.begin() + std::ptrdiff_t(r * dim), table.begin() + std::ptrdiff_t((r + 1) * dim), out);
+  }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string gather_op::describe() const {
+  return xq::detail::concat("gather rows of a ", rows, "x", dim, quantized ? " int8 table (a scale per row)" : " float table");
 }
 
 // --- the model -----------------------------------------------------------------------
@@ -538,6 +694,8 @@ XQ_DECL std::size_t integer_model::weight_bytes() const {
       bytes += b->weights.size() * 8;
     else if (auto* r = dynamic_cast<const real_linear_op*>(op.get()))
       bytes += (r->kernel.size() + (r->has_bias ? r->bias.size() : 0)) * 4;
+    else if (auto* g = dynamic_cast<const gather_op*>(op.get()))
+      bytes += g->quantized ? g->integers.size() + g->row_scale.size() * 4 : g->table.size() * 4;
   }
   return bytes;
 }

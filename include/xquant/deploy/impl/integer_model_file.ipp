@@ -127,6 +127,26 @@ inline json encode_op(const lowered_op& op) {
     j["dilation"] = sizes(rl->dilation);
     j["padding"] = rl->padding;
     j["pad_value"] = double(rl->pad_value);
+    j["transposed"] = rl->transposed;
+  } else if (auto* f = dynamic_cast<const real_function_op*>(&op)) {
+    j["function"] = f->function;
+    j["pool"] = sizes(f->pool);
+    j["strides"] = sizes(f->strides);
+    j["padding"] = f->padding;
+    j["keepdims"] = f->keepdims;
+    j["alpha"] = double(f->alpha);
+  } else if (auto* cat = dynamic_cast<const concatenate_op*>(&op)) {
+    j["axis"] = static_cast<std::uint64_t>(cat->axis);
+  } else if (auto* cl = dynamic_cast<const clamp_op*>(&op)) {
+    j["lo"] = cl->lo;
+    j["hi"] = cl->hi;
+  } else if (auto* g = dynamic_cast<const gather_op*>(&op)) {
+    j["rows"] = static_cast<std::uint64_t>(g->rows);
+    j["dim"] = static_cast<std::uint64_t>(g->dim);
+    j["quantized"] = g->quantized;
+    j["integers"] = bytes_of(g->integers);
+    j["row_scale"] = bytes_of(g->row_scale);
+    j["table"] = bytes_of(g->table);
   }
   return j;
 }
@@ -366,6 +386,47 @@ inline std::unique_ptr<lowered_op> decode_op(const reader& r, const json& j, con
       op->dilation = r.fixed<2>(j, "dilation", at);
       op->padding = int(r.integer(j, "padding", at, 0, 1));
       op->pad_value = float(r.number(j, "pad_value", at));
+      // Files written before tied projections had no "transposed": false.
+      op->transposed = j.contains("transposed") ? r.flag(j, "transposed", at) : false;
+      if (op->transposed && !op->dense) fail("expected a dense op for a transposed kernel");
+      return op;
+    }
+    if (real_function_op::known(kind)) {
+      auto op = std::make_unique<real_function_op>();
+      op->function = r.text(j, "function", at);
+      if (op->function != kind) fail("expected \"function\": \"" + kind + "\"");
+      op->pool = r.fixed<2>(j, "pool", at);
+      op->strides = r.fixed<2>(j, "strides", at);
+      for (std::size_t a = 0; a < 2; ++a)
+        if (!op->pool[a] || !op->strides[a] || op->pool[a] > 4096 || op->strides[a] > 4096)
+          fail("expected pool sizes and strides from 1 to 4096");
+      op->padding = int(r.integer(j, "padding", at, 0, 1));
+      op->keepdims = r.flag(j, "keepdims", at);
+      op->alpha = float(r.number(j, "alpha", at));
+      return op;
+    }
+    if (kind == "concatenate") {
+      auto op = std::make_unique<concatenate_op>();
+      op->axis = r.count(j, "axis", at, 16);
+      return op;
+    }
+    if (kind == "clamp") {
+      auto op = std::make_unique<clamp_op>();
+      op->lo = std::int32_t(r.integer(j, "lo", at, -32768, 32767));
+      op->hi = std::int32_t(r.integer(j, "hi", at, -32768, 32767));
+      if (op->lo > op->hi) fail("expected lo <= hi");
+      return op;
+    }
+    if (kind == "gather") {
+      auto op = std::make_unique<gather_op>();
+      op->rows = r.count(j, "rows", at);
+      op->dim = r.count(j, "dim", at);
+      if (!op->rows || !op->dim || op->rows * op->dim > (std::size_t(1) << 30)) fail("expected a table of 1 to 2^30 elements");
+      op->quantized = r.flag(j, "quantized", at);
+      const std::size_t n = op->rows * op->dim;
+      op->integers = r.numbers<std::int16_t>(j, "integers", at, op->quantized ? n : 0);
+      op->row_scale = r.numbers<float>(j, "row_scale", at, op->quantized ? op->rows : 0);
+      op->table = r.numbers<float>(j, "table", at, op->quantized ? 0 : n);
       return op;
     }
   } catch (const argument_error& e) {
@@ -455,7 +516,11 @@ XQ_DECL integer_model decode_integer_model(const std::uint8_t* data, std::size_t
     op->path = r.text(ops[i], "path", at);
     op->inputs = r.sizes(ops[i], "inputs", at);
     op->output = r.count(ops[i], "output", at, m.value_count - 1);
-    if (op->inputs.size() != 1) r.fail(at + ".inputs", "expected one input");
+    const bool merge = dynamic_cast<const concatenate_op*>(op.get()) ||
+                       (dynamic_cast<const real_function_op*>(op.get()) &&
+                        (std::string(op->kind()) == "add" || std::string(op->kind()) == "multiply"));
+    if (merge ? op->inputs.empty() : op->inputs.size() != 1)
+      r.fail(at + ".inputs", merge ? "expected at least one input" : "expected one input");
     for (std::size_t v : op->inputs)
       if (v >= m.value_count || !defined[v])
         r.fail(at + ".inputs", xq::detail::concat("tensor %", v, " is not computed before this op"));

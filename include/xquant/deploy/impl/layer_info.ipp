@@ -17,6 +17,7 @@ XQ_DECL void describe_float(const conv2d& l, layer_info& i) {
   i.kernel_size = l.kernel_size();
   i.kernel = value_or_empty(l.kernel());
   i.bias = value_or_empty(l.bias());
+  i.kernel_id = l.kernel().get();
 }
 
 XQ_DECL void describe_float(const dense& l, layer_info& i) {
@@ -24,6 +25,7 @@ XQ_DECL void describe_float(const dense& l, layer_info& i) {
   i.linear_form = layer_info::form::dense;
   i.kernel = value_or_empty(l.kernel());
   i.bias = value_or_empty(l.bias());
+  i.kernel_id = l.kernel().get();
 }
 
 XQ_DECL void describe_float(const depthwise_conv2d& l, layer_info& i) {
@@ -60,6 +62,74 @@ XQ_DECL void describe_float(const reshape& l, layer_info& i) {
 XQ_DECL void describe_float(const dropout&, layer_info& i) { i.what = layer_info::kind::identity; }
 
 XQ_DECL void describe_float(const relu&, layer_info& i) { i.what = layer_info::kind::relu; }
+
+inline void describe_activation(layer_info& i, const char* function) {
+  i.what = layer_info::kind::activation;
+  i.function = function;
+}
+XQ_DECL void describe_float(const relu6&, layer_info& i) { describe_activation(i, "relu6"); }
+XQ_DECL void describe_float(const leaky_relu& l, layer_info& i) {
+  describe_activation(i, "leaky_relu");
+  i.alpha = l.alpha();
+}
+XQ_DECL void describe_float(const sigmoid&, layer_info& i) { describe_activation(i, "sigmoid"); }
+XQ_DECL void describe_float(const tanh&, layer_info& i) { describe_activation(i, "tanh"); }
+XQ_DECL void describe_float(const swish&, layer_info& i) { describe_activation(i, "swish"); }
+XQ_DECL void describe_float(const softmax&, layer_info& i) { describe_activation(i, "softmax"); }
+
+XQ_DECL void describe_float(const average_pool2d& l, layer_info& i) {
+  i.what = layer_info::kind::average_pool;
+  i.pool = l.pool_size();
+  i.pool_strides = l.strides();
+  i.pool_padding = l.padding();
+}
+
+XQ_DECL void describe_float(const global_average_pool2d& l, layer_info& i) {
+  i.what = layer_info::kind::global_average_pool;
+  i.keepdims = l.keepdims();
+}
+
+XQ_DECL void describe_float(const global_max_pool2d& l, layer_info& i) {
+  i.what = layer_info::kind::global_max_pool;
+  i.keepdims = l.keepdims();
+}
+
+XQ_DECL void describe_float(const add&, layer_info& i) {
+  i.what = layer_info::kind::merge;
+  i.function = "add";
+}
+XQ_DECL void describe_float(const concatenate& l, layer_info& i) {
+  i.what = layer_info::kind::merge;
+  i.function = "concatenate";
+  i.axis = l.axis();
+}
+XQ_DECL void describe_float(const multiply&, layer_info& i) {
+  i.what = layer_info::kind::merge;
+  i.function = "multiply";
+}
+
+XQ_DECL void describe_float(const embedding& l, layer_info& i) {
+  i.what = layer_info::kind::embedding;
+  i.kernel = value_or_empty(l.kernel());
+  i.kernel_id = l.kernel().get();
+}
+
+XQ_DECL void describe_float(const tied_projection& l, layer_info& i) {
+  i.what = layer_info::kind::linear;
+  i.linear_form = layer_info::form::dense;
+  i.transposed = true;
+  i.kernel = value_or_empty(l.kernel());
+  i.bias = value_or_empty(l.bias());
+  i.kernel_id = l.kernel().get();
+}
+
+XQ_DECL void describe_float(const tied_dense& l, layer_info& i) {
+  i.what = layer_info::kind::linear;
+  i.linear_form = layer_info::form::dense;
+  i.kernel = value_or_empty(l.kernel());
+  i.bias = value_or_empty(l.bias());
+  i.kernel_id = l.kernel().get();
+}
 
 }  // namespace detail
 

@@ -110,6 +110,7 @@ class lowering : trace_walk {
       throw argument_error(q.path(), "a per-tensor activation quantizer (the integer engine's activations have one grid)",
                            "a per-channel one");
     const quantization_grid grid = q.grid(1);
+    grid_owners_.push_back(&q);
     if (grid.qmax - grid.qmin > 255 + 255 || grid.qmin - grid.zero_point[0] < -32768 ||
         grid.qmax - grid.zero_point[0] > 32767)
       throw argument_error(q.path(), "an activation grid of at most 9 bits", describe(grid));
@@ -142,14 +143,29 @@ class lowering : trace_walk {
 
   // --- the trace -------------------------------------------------------------------
 
-  /// Whether an op passes a monotone rounding through unchanged and has no quantizer of its own.
+  /// Whether an op passes a monotone rounding through unchanged and has no quantizer of its own
+  /// (relu6 too: q(min(max(x, 0), 6)) = min(max(q(x), q(0)), q(6)), a clamp of the integers).
   bool commutes(const traced_call* c) const {
-    if (c->function) return c->type == "relu";
+    if (c->function) return c->type == "relu" || c->type == "relu6";
     const layer_info* i = info_of(*c);
     if (!i || site_quantizer(i->input, call_number(c)) || site_quantizer(i->output, call_number(c))) return false;
     return i->what == layer_info::kind::relu || i->what == layer_info::kind::identity ||
            i->what == layer_info::kind::flatten || i->what == layer_info::kind::reshape ||
-           i->what == layer_info::kind::max_pool;
+           i->what == layer_info::kind::max_pool || i->what == layer_info::kind::global_max_pool ||
+           (i->what == layer_info::kind::activation && i->function == "relu6");
+  }
+
+  /// The QDQ sites of input `k` of a layer (a merge has one per input).
+  static const site_quantizers* input_sites(const layer_info& i, std::size_t k) {
+    if (i.what == layer_info::kind::merge) return k < i.inputs.size() ? i.inputs[k] : nullptr;
+    return k == 0 ? i.input : nullptr;
+  }
+
+  /// The quantizer (met in this lowering) whose grid `meta` is on, or null.
+  const fake_quantizer* owner_of(const engine_tensor& meta) const {
+    for (auto it = grid_owners_.rbegin(); it != grid_owners_.rend(); ++it)
+      if (same_grid(meta, (*it)->grid(1))) return *it;
+    return nullptr;
   }
 
   /// The quantizer every use of `s` meets first, through commuting ops; null if a use
@@ -164,13 +180,17 @@ class lowering : trace_walk {
     const fake_quantizer* found = nullptr;
     for (const traced_call* u : uses) {
       const layer_info* i = info_of(*u);
-      const fake_quantizer* q = i ? site_quantizer(i->input, call_number(u)) : nullptr;
-      if (!q || q->config().per_channel || u->inputs.size() != 1) return nullptr;
-      if (found) {
-        const quantization_grid a = found->grid(1), b = q->grid(1);
-        if (a.scale != b.scale || a.zero_point != b.zero_point || a.qmin != b.qmin || a.qmax != b.qmax) return nullptr;
+      if (!i) return nullptr;
+      for (std::size_t k = 0; k < u->inputs.size(); ++k) {  // a merge may take `s` as any input
+        if (u->inputs[k] != s) continue;
+        const fake_quantizer* q = site_quantizer(input_sites(*i, k), call_number(u));
+        if (!q || q->config().per_channel) return nullptr;
+        if (found) {
+          const quantization_grid a = found->grid(1), b = q->grid(1);
+          if (a.scale != b.scale || a.zero_point != b.zero_point || a.qmin != b.qmin || a.qmax != b.qmax) return nullptr;
+        }
+        found = q;
       }
-      found = q;
     }
     return found;
   }
@@ -182,20 +202,32 @@ class lowering : trace_walk {
   void lower_call(std::size_t i) {
     const traced_call& c = g_.calls()[i];
     if (c.function) {
-      if (c.type != "relu")
-        throw argument_error("xq::ops::" + c.type, "a function the integer engine has (relu)",
-                             "a call of xq::ops::" + c.type + " in the forward code");
-      std::size_t v = value(c.inputs.at(0), c.describe());
-      if (meta_[v].kind == value_kind::bits) v = to_real(v, "xq::ops::relu");
-      const engine_tensor m = meta_[v];  // a relu keeps the grid
-      value_of_[c.output] = emit(std::make_unique<relu_op>(), "xq::ops::relu", {v}, m);
-      return;
+      const std::string where = "xq::ops::" + c.type;
+      if (c.type == "relu") {
+        std::size_t v = value(c.inputs.at(0), c.describe());
+        if (meta_[v].kind == value_kind::bits) v = to_real(v, where);
+        const engine_tensor m = meta_[v];  // a relu keeps the grid
+        value_of_[c.output] = emit(std::make_unique<relu_op>(), where, {v}, m);
+        return;
+      }
+      if (c.type == "relu6" || c.type == "sigmoid" || c.type == "tanh" || c.type == "swish" || c.type == "softmax")
+        return lower_activation(i, where, c.type, 0.0f, value(c.inputs.at(0), c.describe()));
+      if (c.type == "add" || c.type == "multiply" || c.type == "concatenate")
+        return lower_merge(i, where, c.type, concat_axis_of(c), {});
+      throw argument_error(where,
+                           "a function the integer engine has (relu, relu6, sigmoid, tanh, swish, softmax, add, "
+                           "multiply, concatenate; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
+                           "a call of xq::ops::" + c.type + " in the forward code");
     }
     const layer_info* info = info_of(c);
     if (!info || info->what == layer_info::kind::none)
       throw argument_error(c.path, "a layer the integer engine has (conv2d, depthwise_conv2d, dense, max_pool2d, "
-                                   "batch_norm, relu, flatten, reshape, dropout, Larq sign layers)",
+                                   "average_pool2d, global_average_pool2d, global_max_pool2d, batch_norm, relu, "
+                                   "relu6, leaky_relu, sigmoid, tanh, swish, softmax, add, concatenate, multiply, "
+                                   "embedding, tied_projection, tied_dense, flatten, reshape, dropout, Larq sign layers)",
                            "a " + c.type + " layer");
+    if (info->what == layer_info::kind::merge) return lower_merge(i, c.path, info->function, info->axis, info->inputs);
+    if (info->what == layer_info::kind::embedding) return lower_embedding(i, *info);
     std::size_t v = value(c.inputs.at(0), c.describe());
     // An opt-in input QDQ on a layer without weights (max pooling, a batch norm): round first.
     if (info->what != layer_info::kind::linear)
@@ -237,9 +269,168 @@ class lowering : trace_walk {
         value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
         return;
       }
+      case layer_info::kind::global_max_pool: {  // a max pool over the whole image: integers stay integers
+        auto op = std::make_unique<max_pool_op>();
+        const auto& s = c.inputs[0]->value.shape();
+        op->geometry = window({s[1], s[2]}, {1, 1}, {1, 1}, xq::padding::valid, s[1], s[2]);
+        engine_tensor m = meta_[v];
+        if (m.kind == value_kind::bits) v = to_real(v, c.path), m = real_meta();
+        std::size_t out = emit(std::move(op), c.path, {v}, m);
+        if (!info->keepdims) {
+          auto r = std::make_unique<reshape_op>();
+          r->target = {s[3]};
+          out = emit(std::move(r), c.path, {out}, m);
+        }
+        value_of_[c.output] = out;
+        return;
+      }
+      case layer_info::kind::average_pool:
+      case layer_info::kind::global_average_pool: {
+        // The simulation averages the dequantized floats (sum in window order, then divide
+        // by the count): xquant's own pooling on the same floats gives its floats exactly,
+        // and the next quantizer rounds them as the simulation does.
+        v = to_real(v, c.path);
+        auto op = std::make_unique<real_function_op>();
+        if (info->what == layer_info::kind::average_pool) {
+          op->function = "average_pool2d";
+          op->pool = info->pool;
+          op->strides = info->pool_strides;
+          op->padding = info->pool_padding == xq::padding::same ? 1 : 0;
+        } else {
+          op->function = "global_average_pool2d";
+          op->keepdims = info->keepdims;
+        }
+        value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
+        return;
+      }
+      case layer_info::kind::activation: return lower_activation(i, c.path, info->function, info->alpha, v);
       case layer_info::kind::linear: lower_linear(i, *info, v); return;
+      case layer_info::kind::merge:
+      case layer_info::kind::embedding:
       case layer_info::kind::none: break;
     }
+  }
+
+  /// concatenate's axis from the traced shapes (a function call does not record it): the
+  /// axis along which the output is longer than input 0.
+  static int concat_axis_of(const traced_call& c) {
+    const auto& in = c.inputs.at(0)->value.shape();
+    const auto& out = c.output->value.shape();
+    for (std::size_t d = 0; d < out.size() && d < in.size(); ++d)
+      if (out[d] != in[d]) return int(d);
+    return -1;
+  }
+
+  /// An activation with no integer form computes in float with xquant's own function;
+  /// relu6 on integers already on the next quantizer's grid is an integer clamp.
+  void lower_activation(std::size_t i, const std::string& path, const std::string& function, float alpha,
+                        std::size_t v) {
+    const traced_call& c = g_.calls()[i];
+    if (function == "relu6" && meta_[v].kind == value_kind::integer) {
+      if (const fake_quantizer* q = owner_of(meta_[v])) {
+        tensor bounds = tensor::from_shape({2});
+        bounds.data()[0] = 0.0f;
+        bounds.data()[1] = 6.0f;
+        const std::vector<std::int32_t> b = q->integers(bounds);
+        auto op = std::make_unique<clamp_op>();
+        op->lo = b[0] - meta_[v].zero_point;
+        op->hi = b[1] - meta_[v].zero_point;
+        const engine_tensor m = meta_[v];
+        value_of_[c.output] = emit(std::move(op), path, {v}, m);
+        return;
+      }
+    }
+    v = to_real(v, path);
+    auto op = std::make_unique<real_function_op>();
+    op->function = function;
+    op->alpha = alpha;
+    value_of_[c.output] = emit(std::move(op), path, {v}, real_meta());
+  }
+
+  /// add / multiply: each input on its own quantizer's grid (if it has one), then the
+  /// simulation's float arithmetic on the dequantized values; concatenate: integers when
+  /// every input is on one grid, else floats (rounding commutes with concatenation).
+  void lower_merge(std::size_t i, const std::string& path, const std::string& function, int axis,
+                   const std::vector<const site_quantizers*>& sites) {
+    const traced_call& c = g_.calls()[i];
+    std::vector<std::size_t> vs;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      std::size_t v = value(c.inputs[k], c.describe());
+      if (const fake_quantizer* q = k < sites.size() ? site_quantizer(sites[k], i) : nullptr) v = to_integer(v, *q, i, k);
+      if (meta_[v].kind == value_kind::bits || meta_[v].kind == value_kind::accumulator) v = to_real(v, path);
+      vs.push_back(v);
+    }
+    if (function == "concatenate") {
+      const long rank = long(c.output->value.dimension());
+      const long ax = axis < 0 ? axis + rank : axis;
+      if (ax < 0 || ax >= rank)
+        throw argument_error(path, xq::detail::concat("a concatenation axis of a rank-", rank, " tensor"),
+                             xq::detail::concat(axis));
+      bool one_grid = true;
+      for (std::size_t v : vs) {
+        const engine_tensor& a = meta_[v];
+        const engine_tensor& b = meta_[vs[0]];
+        one_grid = one_grid && a.kind == value_kind::integer && b.kind == value_kind::integer && a.scale == b.scale &&
+                   a.zero_point == b.zero_point && a.qmin == b.qmin && a.qmax == b.qmax;
+      }
+      if (!one_grid)
+        for (std::size_t& v : vs) v = to_real(v, path);
+      auto op = std::make_unique<concatenate_op>();
+      op->axis = std::size_t(ax);
+      const engine_tensor m = one_grid ? meta_[vs[0]] : real_meta();
+      value_of_[c.output] = emit(std::move(op), path, vs, m);
+      return;
+    }
+    for (std::size_t& v : vs) v = to_real(v, path);
+    auto op = std::make_unique<real_function_op>();
+    op->function = function;
+    value_of_[c.output] = emit(std::move(op), path, vs, real_meta());
+  }
+
+  /// An embedding: a gather of the table the simulation looks up in (its kernel
+  /// quantizer's integers with a scale per row, or floats).
+  void lower_embedding(std::size_t i, const layer_info& info) {
+    const traced_call& c = g_.calls()[i];
+    const std::size_t v = to_real(value(c.inputs.at(0), c.describe()), c.path);
+    auto op = std::make_unique<gather_op>();
+    const tensor& table = info.kernel;
+    if (table.dimension() != 2) throw argument_error(c.path, "a built embedding table of rank 2", xq::detail::shape_string(table.shape()));
+    op->rows = table.shape()[0];
+    op->dim = table.shape()[1];
+    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
+    bool stored = false;
+    if (wq) {
+      const xq::no_grad nothing_recorded;
+      const tensor fq = wq->fake_quantize(table);
+      const bool per_row = !wq->config().per_channel || wq->config().channel_axis == 0 || wq->config().channel_axis == -2;
+      if (per_row) {
+        const quantization_grid g = wq->grid(wq->config().per_channel ? op->rows : 1);
+        const std::vector<std::int32_t> q = wq->integers(table);
+        op->integers.resize(q.size());
+        op->row_scale.resize(op->rows);
+        bool exact = true;
+        for (std::size_t r = 0; r < op->rows; ++r) {
+          const std::size_t ch = g.per_channel ? r : 0;
+          op->row_scale[r] = g.scale[ch];
+          for (std::size_t d = 0; d < op->dim; ++d) {
+            const std::size_t e = r * op->dim + d;
+            const std::int32_t centred = q[e] - g.zero_point[ch];
+            op->integers[e] = static_cast<std::int16_t>(centred);
+            exact = exact && float(centred) * g.scale[ch] == fq.data()[e];
+          }
+        }
+        // The rows must be the simulation's floats; otherwise keep those floats.
+        stored = op->quantized = exact;
+      }
+      if (!stored) {
+        op->integers.clear();
+        op->row_scale.clear();
+        op->table.assign(fq.begin(), fq.end());
+        stored = true;
+      }
+    }
+    if (!stored) op->table.assign(table.begin(), table.end());
+    value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
   }
 
   static window_geometry window(std::array<std::size_t, 2> k, std::array<std::size_t, 2> strides,
@@ -269,7 +460,8 @@ class lowering : trace_walk {
     // The kernel the simulation fake-quantizes (folded: kernel * s, with its arithmetic).
     std::vector<float> fold_scale;
     const tensor kernel = quantized_kernel_input(info, &fold_scale);
-    const std::size_t f = info.linear_form == layer_info::form::depthwise_conv2d
+    const std::size_t f = info.transposed ? kernel.shape()[0]
+                          : info.linear_form == layer_info::form::depthwise_conv2d
                               ? kernel.shape()[2] * kernel.shape()[3]
                               : kernel.shape().back();
     const kernels::channel_layout wl =
@@ -278,7 +470,13 @@ class lowering : trace_walk {
     const quantization_grid wg = wq->grid(wl.channels);
     const std::vector<std::int32_t> wq_int = wq->integers(kernel);
 
-    auto weight_channel = [&](std::size_t o) {
+    auto weight_channel = [&](std::size_t o) -> std::size_t {
+      if (info.transposed) {  // a tied projection's table (V, D): output channel V, axis 0
+        if (!wg.per_channel) return 0;
+        if (wq->config().channel_axis == 0 || wq->config().channel_axis == -2) return o;
+        throw argument_error(wq->path(), "a per-channel kernel grid on the table's rows (axis 0)",
+                             xq::detail::concat("axis ", wq->config().channel_axis));
+      }
       return detail::weight_channel(info, wg, kernel.dimension(), o, wq->path());
     };
 
@@ -319,7 +517,9 @@ class lowering : trace_walk {
                                                                               : integer_linear_op::form::dense;
     op->out_channels = f;
     op->depth_multiplier = info.depth_multiplier;
-    op->in_channels = info.linear_form == layer_info::form::dense ? kernel.shape()[0] : kernel.shape()[2];
+    op->in_channels = info.transposed                                 ? kernel.shape()[1]
+                      : info.linear_form == layer_info::form::dense ? kernel.shape()[0]
+                                                                    : kernel.shape()[2];
     if (op->shape_form != integer_linear_op::form::dense) {
       const auto& s = c.inputs[0]->value.shape();
       op->geometry = window(info.kernel_size, info.geometry.strides, info.geometry.dilation, info.geometry.padding,
@@ -330,11 +530,14 @@ class lowering : trace_walk {
     op->weights.resize(wq_int.size());
     std::int32_t max_w = 0;
     for (std::size_t e = 0; e < wq_int.size(); ++e) {
-      const std::size_t o = e % f;  // the output channel is the last index of every layout here
+      // The output channel is the last index of every layout here, but a tied projection's
+      // (V, D) table, which is stored transposed, (D, V).
+      const std::size_t o = info.transposed ? e / op->in_channels : e % f;
+      const std::size_t to = info.transposed ? (e % op->in_channels) * f + o : e;
       const std::size_t ch = wg.per_channel ? (e / wl.inner) % wl.channels : 0;
       std::int32_t w = wq_int[e] - wg.zero_point[ch];
       if (a[o] < 0) w = -w;
-      op->weights[e] = static_cast<std::int16_t>(w);
+      op->weights[to] = static_cast<std::int16_t>(w);
       max_w = std::max(max_w, std::abs(w));
     }
     const std::int32_t max_x = std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin);
@@ -345,6 +548,7 @@ class lowering : trace_walk {
     engine_tensor out_meta;
     if (target) {
       const quantization_grid tg = target->grid(1);
+      grid_owners_.push_back(target);
       std::vector<double> m(f);
       op->bias.resize(f);
       for (std::size_t o = 0; o < f; ++o) {
@@ -422,6 +626,7 @@ class lowering : trace_walk {
   }
 
   static void fill_real_geometry(real_linear_op& op, const layer_info& info) {
+    op.transposed = info.transposed;
     op.dense = info.linear_form == layer_info::form::dense;
     op.depthwise = info.linear_form == layer_info::form::depthwise_conv2d;
     op.strides = info.geometry.strides;
@@ -495,6 +700,7 @@ class lowering : trace_walk {
   std::vector<engine_tensor> meta_;
   std::unordered_map<const variable_state*, std::size_t> value_of_;
   std::set<std::size_t> skipped_;
+  std::vector<const fake_quantizer*> grid_owners_;  ///< the quantizers whose grids values are on
 };
 
 XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
