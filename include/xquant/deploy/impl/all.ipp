@@ -3,6 +3,7 @@
 /// The deploy room's compiled code, for <xquant/src.hpp>: every .ipp of deploy/impl/.
 
 #include "binary_gemm.ipp"
+#include "engine_kernels.ipp"
 #include "integer_gemm.ipp"
 #include "integer_model.ipp"
 #include "layer_info.ipp"
