@@ -148,16 +148,13 @@ std::vector<std::int16_t> im2col_as_the_op_does(const std::vector<std::int16_t>&
   return cols;
 }
 
-/// The networks, trained and lowered once for the whole run.
-struct networks {
+/// The CNN and its lowered QAT twin, trained and lowered once, when first needed.
+struct cnn_networks {
   fashion::cnn cnn = fashion::make_cnn(1);
   std::optional<xq::quantize_t<fashion::cnn>> qat;  // built from the trained cnn
-  xq::deploy::integer_model cnn_engine;
-  decltype(bnn::make_binary_cnn()) binary = bnn::make_binary_cnn();
-  decltype(bnn::make_float_cnn()) binary_twin = bnn::make_float_cnn();
-  xq::deploy::integer_model binary_engine;
+  xq::deploy::integer_model engine;
 
-  networks() {
+  cnn_networks() {
     const xq::dataset data = synthetic_fashion(512, 1);
     // The float CNN: a few steps, then its QAT twin (batch norms folded), a few more.
     xq::build(cnn, {1, 28, 28, 1});
@@ -168,19 +165,35 @@ struct networks {
     qat.emplace(xq::quantize_model(cnn, qo, xq::tensor::shape_type{1, 28, 28, 1}));
     xq::adam qopt(xq::trainable_parameters(*qat), {5e-4f});
     xq::fit(*qat, qopt, xq::sparse_softmax_cross_entropy, data, few_steps());
-    cnn_engine = xq::deploy::lower(*qat, {28, 28, 1});
-    // The BNN: a few steps (batch-norm statistics, latent kernels), then lowered.
-    xq::set_seed(1);
-    xq::build(binary, {1, 28, 28, 1});
-    xq::adam bopt(xq::trainable_parameters(binary), {1e-2f});
-    xq::fit(binary, bopt, xq::sparse_softmax_cross_entropy, data, few_steps());
-    binary_engine = xq::deploy::lower(binary, {28, 28, 1});
-    xq::build(binary_twin, {1, 28, 28, 1});
+    engine = xq::deploy::lower(*qat, {28, 28, 1});
   }
 };
 
-networks& nets() {
-  static networks n;
+/// The binarized CNN (trained a few steps: batch-norm statistics, latent kernels) lowered,
+/// and its float twin.
+struct binary_networks {
+  decltype(bnn::make_binary_cnn()) binary = bnn::make_binary_cnn();
+  decltype(bnn::make_float_cnn()) twin = bnn::make_float_cnn();
+  xq::deploy::integer_model engine;
+
+  binary_networks() {
+    const xq::dataset data = synthetic_fashion(512, 1);
+    xq::set_seed(1);
+    xq::build(binary, {1, 28, 28, 1});
+    xq::adam opt(xq::trainable_parameters(binary), {1e-2f});
+    xq::fit(binary, opt, xq::sparse_softmax_cross_entropy, data, few_steps());
+    engine = xq::deploy::lower(binary, {28, 28, 1});
+    xq::build(twin, {1, 28, 28, 1});
+  }
+};
+
+cnn_networks& cnn_nets() {
+  static cnn_networks n;
+  return n;
+}
+
+binary_networks& binary_nets() {
+  static binary_networks n;
   return n;
 }
 
@@ -224,7 +237,7 @@ void engine_inference(const xq::deploy::integer_model& m, const xq::tensor& x, b
 
 void BM_float_cnn(benchmark::State& state) {
   const xq::tensor& x = batch_of(std::size_t(state.range(0)));
-  auto& n = nets();
+  auto& n = cnn_nets();
   float_inference(n.cnn, x);
   for (auto _ : state) float_inference(n.cnn, x);
   set_rate(state, x.shape()[0]);
@@ -235,9 +248,9 @@ BENCHMARK(BM_float_cnn)->ArgName("batch")->Arg(64)->Arg(256)->Unit(benchmark::kM
 void BM_integer_cnn(benchmark::State& state) {
   const xq::tensor& x = batch_of(std::size_t(state.range(0)));
   const bool reference = state.range(1) != 0;
-  auto& n = nets();
-  if (!same_as_reference(n.cnn_engine, x)) state.SkipWithError("fast kernels differ from the reference");
-  for (auto _ : state) engine_inference(n.cnn_engine, x, reference);
+  auto& n = cnn_nets();
+  if (!same_as_reference(n.engine, x)) state.SkipWithError("fast kernels differ from the reference");
+  for (auto _ : state) engine_inference(n.engine, x, reference);
   set_rate(state, x.shape()[0]);
 }
 BENCHMARK(BM_integer_cnn)
@@ -248,9 +261,9 @@ BENCHMARK(BM_integer_cnn)
 
 void BM_float_bnn_twin(benchmark::State& state) {
   const xq::tensor& x = batch_of(std::size_t(state.range(0)));
-  auto& n = nets();
-  float_inference(n.binary_twin, x);
-  for (auto _ : state) float_inference(n.binary_twin, x);
+  auto& n = binary_nets();
+  float_inference(n.twin, x);
+  for (auto _ : state) float_inference(n.twin, x);
   set_rate(state, x.shape()[0]);
 }
 BENCHMARK(BM_float_bnn_twin)->ArgName("batch")->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -258,9 +271,9 @@ BENCHMARK(BM_float_bnn_twin)->ArgName("batch")->Arg(64)->Unit(benchmark::kMillis
 void BM_binary_cnn(benchmark::State& state) {
   const xq::tensor& x = batch_of(std::size_t(state.range(0)));
   const bool reference = state.range(1) != 0;
-  auto& n = nets();
-  if (!same_as_reference(n.binary_engine, x)) state.SkipWithError("fast kernels differ from the reference");
-  for (auto _ : state) engine_inference(n.binary_engine, x, reference);
+  auto& n = binary_nets();
+  if (!same_as_reference(n.engine, x)) state.SkipWithError("fast kernels differ from the reference");
+  for (auto _ : state) engine_inference(n.engine, x, reference);
   set_rate(state, x.shape()[0]);
 }
 BENCHMARK(BM_binary_cnn)
@@ -304,10 +317,10 @@ void over_float(benchmark::State& state, Model& model, const xq::deploy::integer
   state.counters["cpu_speedup"] = engine_cpu > 0 ? float_cpu / engine_cpu : 0.0;
 }
 
-void BM_integer_over_float(benchmark::State& state) { over_float(state, nets().cnn, nets().cnn_engine); }
+void BM_integer_over_float(benchmark::State& state) { over_float(state, cnn_nets().cnn, cnn_nets().engine); }
 BENCHMARK(BM_integer_over_float)->ArgName("batch")->Arg(64)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-void BM_binary_over_float(benchmark::State& state) { over_float(state, nets().binary_twin, nets().binary_engine); }
+void BM_binary_over_float(benchmark::State& state) { over_float(state, binary_nets().twin, binary_nets().engine); }
 BENCHMARK(BM_binary_over_float)->ArgName("batch")->Arg(64)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // ---- where the time goes: each op on its own -------------------------------------------
@@ -318,7 +331,7 @@ BENCHMARK(BM_binary_over_float)->ArgName("batch")->Arg(64)->UseManualTime()->Uni
 void BM_engine_ops(benchmark::State& state) {
   const xq::tensor& x = batch_of(std::size_t(state.range(0)));
   const bool reference = state.range(2) != 0;
-  const xq::deploy::integer_model& m = state.range(1) == 0 ? nets().cnn_engine : nets().binary_engine;
+  const xq::deploy::integer_model& m = state.range(1) == 0 ? cnn_nets().engine : binary_nets().engine;
   xq::deploy::run_options o;
   o.reference_kernels = reference;
   std::map<std::string, double> seconds, cpu;
