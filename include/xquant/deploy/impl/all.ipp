@@ -4,10 +4,13 @@
 
 #include "binary_gemm.ipp"
 #include "engine_kernels.ipp"
+#include "export_onnx.ipp"
 #include "integer_gemm.ipp"
 #include "integer_model.ipp"
+#include "integer_model_file.ipp"
 #include "layer_info.ipp"
 #include "lower.ipp"
 #include "onnx_model.ipp"
 #include "parity.ipp"
 #include "requantize.ipp"
+#include "trace_walk.ipp"

@@ -27,6 +27,7 @@
 #include "../../layers/multiply.hpp"
 #include "../../layers/tied_projection.hpp"
 #include "../binary_gemm.hpp"
+#include "../engine_kernels.hpp"
 #include "../integer_model.hpp"
 
 namespace xq::deploy {
@@ -177,12 +178,59 @@ XQ_DECL const char* integer_linear_op::kind() const noexcept {
 XQ_DECL void integer_linear_op::prepare() {
   if (shape_form == form::depthwise_conv2d) return;  // direct loops
   const std::size_t k = weights.size() / out_channels;
-  packed = packed_s16_matrix(weights.data(), k, out_channels);
+  packed = shape_form == form::conv2d ? pack_conv2d_weights_s16(weights.data(), geometry.window[0], geometry.window[1],
+                                                                in_channels, out_channels)
+                                      : packed_s16_matrix(weights.data(), k, out_channels);
 }
 
 XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
   const engine_tensor& x = detail::input_of(values, *this, value_kind::integer);
   const std::size_t f = out_channels;
+  if (!o.reference_kernels && shape_form != form::depthwise_conv2d) {
+    linear_epilogue e;
+    e.integer_output = integer_output;
+    e.requant = integer_output && !float_bias ? &requant : nullptr;
+    e.real_scale = real_scale.data();
+    e.real_bias = real_bias.data();
+    e.out_scale = out_scale;
+    e.zero_point = out_zero_point;
+    e.qmin = out_qmin;
+    e.qmax = out_qmax;
+    const std::int32_t* b = bias.empty() ? nullptr : bias.data();
+    engine_tensor y;
+    std::size_t elements = 0;
+    if (shape_form == form::dense) {
+      if (x.channels() != in_channels)
+        throw argument_error(path + " (dense)", xq::detail::concat("inputs with ", in_channels, " features on the last axis"),
+                             xq::detail::concat(x.channels()));
+      y.shape = x.shape;
+      y.shape.back() = f;
+    } else {
+      y.shape = {x.shape[0], geometry.output_extent(x.shape[1], 0), geometry.output_extent(x.shape[2], 1), f};
+    }
+    elements = y.elements();
+    if (integer_output) {
+      y.kind = value_kind::integer;
+      y.scale = out_scale;
+      y.zero_point = out_zero_point;
+      y.qmin = out_qmin;
+      y.qmax = out_qmax;
+      y.integer.resize(elements);
+    } else {
+      y.real.resize(elements);
+    }
+    if (shape_form == form::dense) {
+      const std::size_t rows = x.elements() / in_channels;
+      std::vector<std::int32_t> acc(rows * f);
+      gemm_s16(rows, x.integer.data(), in_channels, packed, b, acc.data());
+      apply_epilogue(e, acc.data(), rows, f, y.integer.data(), y.real.data());
+    } else {
+      conv2d_nhwc_s16(x.integer.data(), x.shape[0], x.shape[1], x.shape[2], x.shape[3], geometry, packed, b, e,
+                      y.integer.data(), y.real.data());
+    }
+    values[output] = std::move(y);
+    return;
+  }
   std::vector<std::int32_t> acc;
   std::vector<std::size_t> out_shape;
   std::size_t rows = 0;
@@ -310,14 +358,39 @@ void max_pool_nhwc(const std::vector<T>& in, const std::vector<std::size_t>& sha
 
 }  // namespace detail
 
-XQ_DECL void max_pool_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+XQ_DECL void max_pool_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
   const engine_tensor& x = values.at(inputs.at(0));
   if (x.shape.size() != 4 || x.kind == value_kind::bits)
     throw argument_error(path + " (max_pool2d)", "a rank-4 real, integer or accumulator tensor",
                          std::string("a ") + to_string(x.kind) + " tensor of rank " + std::to_string(x.shape.size()));
   const std::size_t oh = geometry.output_extent(x.shape[1], 0), ow = geometry.output_extent(x.shape[2], 1);
-  engine_tensor y = x;  // grid and kind carried over
+  engine_tensor y;  // grid and kind carried over
+  y.kind = x.kind;
+  y.scale = x.scale;
+  y.zero_point = x.zero_point;
+  y.qmin = x.qmin;
+  y.qmax = x.qmax;
   y.shape = {x.shape[0], oh, ow, x.shape[3]};
+  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  if (!o.reference_kernels) {
+    switch (x.kind) {
+      case value_kind::real:
+        y.real.resize(y.elements());
+        max_pool_nhwc_f32(x.real.data(), n, h, w, c, geometry, y.real.data());
+        break;
+      case value_kind::integer:
+        y.integer.resize(y.elements());
+        max_pool_nhwc_s16(x.integer.data(), n, h, w, c, geometry, y.integer.data());
+        break;
+      case value_kind::accumulator:
+        y.accumulator.resize(y.elements());
+        max_pool_nhwc_s32(x.accumulator.data(), n, h, w, c, geometry, y.accumulator.data());
+        break;
+      case value_kind::bits: break;
+    }
+    values[output] = std::move(y);
+    return;
+  }
   switch (x.kind) {
     case value_kind::real: detail::max_pool_nhwc(x.real, x.shape, geometry, oh, ow, y.real); break;
     case value_kind::integer: detail::max_pool_nhwc(x.integer, x.shape, geometry, oh, ow, y.integer); break;
@@ -373,7 +446,7 @@ XQ_DECL std::string reshape_op::describe() const {
   return s.str();
 }
 
-XQ_DECL void batch_norm_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+XQ_DECL void batch_norm_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
   const engine_tensor& x = values.at(inputs.at(0));
   if (x.kind != value_kind::real && x.kind != value_kind::accumulator)
     throw argument_error(path + " (batch_norm)", "a real or accumulator tensor", to_string(x.kind));
@@ -381,6 +454,14 @@ XQ_DECL void batch_norm_op::run(std::vector<engine_tensor>& values, const run_op
   y.shape = x.shape;
   const std::size_t c = mean.size(), n = x.elements();
   y.real.resize(n);
+  if (!o.reference_kernels) {
+    if (x.kind == value_kind::real)
+      batch_norm_f32(x.real.data(), n, mean.data(), scale.data(), offset.data(), c, y.real.data());
+    else
+      batch_norm_f32(x.accumulator.data(), n, mean.data(), scale.data(), offset.data(), c, y.real.data());
+    values[output] = std::move(y);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const float v = x.kind == value_kind::real ? x.real[i] : float(x.accumulator[i]);
     y.real[i] = (v - mean[i % c]) * scale[i % c] + offset[i % c];
@@ -394,13 +475,18 @@ XQ_DECL std::string batch_norm_op::describe() const {
 
 // --- binary --------------------------------------------------------------------------
 
-XQ_DECL void sign_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+XQ_DECL void sign_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
   const engine_tensor& x = values.at(inputs.at(0));
   engine_tensor y;
   y.kind = value_kind::bits;
   y.shape = x.shape;
   const std::size_t c = y.channels(), wpp = y.words_per_pixel(), pixels = c ? x.elements() / c : 0;
   y.bits.assign(pixels * wpp, 0);
+  if (!o.reference_kernels && x.kind == value_kind::real) {
+    sign_bits(x.real.data(), pixels, c, y.bits.data());
+    values[output] = std::move(y);
+    return;
+  }
   for (std::size_t p = 0; p < pixels; ++p)
     for (std::size_t k = 0; k < c; ++k) {
       const std::size_t i = p * c + k;
@@ -424,6 +510,15 @@ XQ_DECL void binary_linear_op::run(std::vector<engine_tensor>& values, const run
   std::size_t rows = 0;
   const std::uint64_t* a = nullptr;
   std::int32_t k = 0;
+  if (!dense && !o.reference_kernels) {
+    const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2];
+    y.shape = {n, geometry.output_extent(h, 0), geometry.output_extent(w, 1), out_channels};
+    y.accumulator.resize(y.elements());
+    binary_conv2d_nhwc(x.bits.data(), n, h, w, wpp, geometry, weights.data(), out_channels,
+                       std::int32_t(geometry.window[0] * geometry.window[1] * in_channels), y.accumulator.data());
+    values[output] = std::move(y);
+    return;
+  }
   if (dense) {
     rows = x.shape[0];
     a = x.bits.data();
