@@ -5,7 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <sys/stat.h>
 #include <iostream>
 #include <string>
 
@@ -21,6 +21,12 @@
 #endif
 
 namespace fashion {
+
+/// mkdir -p (POSIX; <filesystem> would double this header's compile time).
+inline void make_directories(const std::string& path) {
+  for (std::size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
+}
 
 struct deployment_result {
   xq::deploy::parity_report parity;             ///< the engine as the ONNX file computes: int32 bias
@@ -49,7 +55,7 @@ deployment_result deploy(Model& model, const xq::deploy::integer_model& engine, 
     std::cout << "parity, simulation vs integer engine, float biases:\n" << r.parity_float_bias.table();
   }
 
-  std::filesystem::create_directories(s.export_dir);
+  make_directories(s.export_dir);
   const std::string base = s.export_dir + "/" + name;
   r.onnx_file = base + ".onnx";
   xq::deploy::export_onnx(model, {28, 28, 1}, r.onnx_file);

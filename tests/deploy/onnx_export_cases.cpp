@@ -28,18 +28,11 @@
 #include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/xquant.hpp>
 
+#include "deploy_models.hpp"
+
 namespace {
 
-template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Pool = xq::max_pool2d>
-struct block {
-  Conv conv;
-  Norm norm;
-  Pool pool{xq::max_pool2d(2)};
-  XQ_CHILDREN(conv, norm, pool)
-  explicit block(std::size_t filters = 6)
-      : conv(xq::conv2d(filters, 3).padding(xq::padding::same).use_bias(false)), norm(xq::batch_norm().momentum(0.5f)) {}
-  xq::var operator()(const xq::var& x) { return pool(xq::ops::relu(norm(conv(x)))); }
-};
+using namespace deploy_test;
 
 /// One conv applied twice (a shared feature extractor), then a depthwise conv.
 template <class Conv = xq::conv2d, class Depthwise = xq::depthwise_conv2d, class Flat = xq::flatten,
@@ -150,30 +143,6 @@ xq::dataset token_data(std::size_t n, unsigned seed) {
   return xq::dataset{x, y};
 }
 
-xq::dataset quadrant_data(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.0f, 0.6f);
-  xq::tensor x = xq::tensor::from_shape({n, 12, 12, 1});
-  xq::tensor y = xq::tensor::from_shape({n});
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t label = i % 4;
-    for (std::size_t r = 0; r < 12; ++r)
-      for (std::size_t c = 0; c < 12; ++c) x(i, r, c, 0) = u(rng) + ((r / 6) * 2 + c / 6 == label ? 0.4f : 0.0f);
-    y(i) = float(label);
-  }
-  return xq::dataset{x, y};
-}
-
-template <class Model>
-void train(Model& model, const xq::dataset& data, std::size_t epochs, float lr) {
-  xq::adam opt(xq::trainable_parameters(model), {lr});
-  xq::fit_options fo;
-  fo.epochs = epochs;
-  fo.batch_size = 32;
-  fo.verbose = false;
-  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
-}
-
 struct run_args {
   std::string name, dir, python, checker, skip;
 };
@@ -238,9 +207,7 @@ int run(const run_args& a) {
   xq::deploy::export_options eo;
   eo.expose_quantized = true;
   if (a.name == "cnn_qat" || a.name == "cnn_qat_float_qdq" || a.name == "cnn_float") {
-    xq::set_seed(7);
-    auto model = xq::sequential(block<>(6), block<>(8), xq::flatten(), xq::dense(16), xq::relu(), xq::dropout(0.25f, 3),
-                                xq::dense(4));
+    auto model = make_small_cnn();
     xq::build(model, {1, 12, 12, 1});
     train(model, data, 3, 3e-3f);
     if (a.name == "cnn_float") {
@@ -293,18 +260,7 @@ int run(const run_args& a) {
     return check(qat, a, test, eo, double(s_in) * w, 0.999);
   }
   if (a.name == "bnn") {
-    using bconv = xq::quant_conv2d<xq::approx_sign, xq::ste_sign>;
-    using bdense = xq::quant_dense<xq::approx_sign, xq::ste_sign>;
-    xq::set_seed(2);
-    auto model = xq::sequential(
-        xq::quant_conv2d<xq::no_quantizer, xq::ste_sign>(16, 3, xq::no_quantizer(), xq::ste_sign())
-            .padding(xq::padding::same)
-            .use_bias(false),
-        xq::max_pool2d(2), xq::batch_norm(true, false),
-        bconv(24, 3, xq::approx_sign(), xq::ste_sign()).padding(xq::padding::same).pad_values(1.0f).use_bias(false),
-        xq::max_pool2d(2), xq::batch_norm(true, false), xq::flatten(),
-        bdense(70, xq::approx_sign(), xq::ste_sign()).use_bias(false), xq::batch_norm(true, false),
-        bdense(4, xq::approx_sign(), xq::ste_sign()), xq::batch_norm());
+    auto model = make_binary_cnn();
     xq::build(model, {1, 12, 12, 1});
     train(model, data, 2, 1e-2f);
     eo.expose_quantized = false;

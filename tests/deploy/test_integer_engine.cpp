@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "deploy_models.hpp"
+
 #include <xquant/deploy/binary_gemm.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
@@ -25,63 +27,7 @@ namespace {
 
 using xq::deploy::requantization;
 
-template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Pool = xq::max_pool2d>
-struct block {
-  Conv conv;
-  Norm norm;
-  Pool pool{xq::max_pool2d(2)};
-  XQ_CHILDREN(conv, norm, pool)
-  explicit block(std::size_t filters = 6)
-      : conv(xq::conv2d(filters, 3).padding(xq::padding::same).use_bias(false)),
-        norm(xq::batch_norm().momentum(0.5f)) {}
-  xq::var operator()(const xq::var& x) { return pool(xq::ops::relu(norm(conv(x)))); }
-};
-
-using small_cnn = xq::sequential<block<>, block<>, xq::flatten, xq::dense, xq::relu, xq::dropout, xq::dense>;
-
-small_cnn make_small_cnn() {
-  xq::set_seed(7);
-  return small_cnn(block<>(6), block<>(8), xq::flatten(), xq::dense(16), xq::relu(), xq::dropout(0.25f, 3),
-                   xq::dense(4));
-}
-
-/// Images whose class is which quadrant is brightest (learnable in a few steps).
-xq::dataset quadrant_data(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.0f, 0.6f);
-  xq::tensor x = xq::tensor::from_shape({n, 12, 12, 1});
-  xq::tensor y = xq::tensor::from_shape({n});
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t label = i % 4;
-    for (std::size_t r = 0; r < 12; ++r)
-      for (std::size_t c = 0; c < 12; ++c) {
-        const std::size_t q = (r / 6) * 2 + c / 6;
-        x(i, r, c, 0) = u(rng) + (q == label ? 0.4f : 0.0f);
-      }
-    y(i) = float(label);
-  }
-  return xq::dataset{x, y};
-}
-
-/// A trained float CNN, its QAT twin (batch norms folded, then frozen) fine-tuned.
-template <class Model>
-auto trained_qat(Model& model, const xq::dataset& data) {
-  xq::build(model, {1, 12, 12, 1});
-  xq::adam opt(xq::trainable_parameters(model), {3e-3f});
-  xq::fit_options fo;
-  fo.epochs = 3;
-  fo.batch_size = 32;
-  fo.verbose = false;
-  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
-  xq::quantize_options qo;
-  qo.fold_batch_norm = true;
-  qo.freeze_batch_norm_after = 8;
-  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
-  xq::adam qopt(xq::trainable_parameters(qat), {5e-4f});
-  fo.epochs = 2;
-  xq::fit(qat, qopt, xq::sparse_softmax_cross_entropy, data, fo);
-  return qat;
-}
+using namespace deploy_test;
 
 /// Every remaining layer kind: relu6 (layer and function), a residual add, average
 /// pooling, swish, a sigmoid gate (function) through multiply, tanh, concatenations,
@@ -154,16 +100,6 @@ struct tied_lm {
   xq::var operator()(const xq::var& ids) { return project(xq::ops::relu(hidden(flat(embed(ids))))); }
 };
 
-template <class Model>
-void train_briefly(Model& model, const xq::dataset& data, std::size_t epochs, float lr) {
-  xq::adam opt(xq::trainable_parameters(model), {lr});
-  xq::fit_options fo;
-  fo.epochs = epochs;
-  fo.batch_size = 32;
-  fo.verbose = false;
-  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
-}
-
 /// Parity 100% at every quantized tensor, fast == reference kernels, and a save/load
 /// round trip that runs the same.
 template <class Model>
@@ -201,7 +137,7 @@ TEST_CASE("lower: merges, pools and activations compute the simulation's integer
   layer_zoo<> model;
   const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
   xq::build(model, {1, 12, 12, 1});
-  train_briefly(model, data, 2, 3e-3f);
+  train(model, data, 2, 3e-3f);
   // NVIDIA's placement: conv/dense inputs and kernels, the average pools' inputs (the
   // scheme's default), the residual add's inputs (its residual case), and by the spec
   // the concatenation's and the multiply's inputs.
@@ -209,7 +145,7 @@ TEST_CASE("lower: merges, pools and activations compute the simulation's integer
   qo.cases = {xq::qdq_cases::residual_connection()};
   qo.spec.add("features").add("gated").add("pooled", {true, true, {1}});
   auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
-  train_briefly(qat, data, 1, 5e-4f);
+  train(qat, data, 1, 5e-4f);
   CHECK(qat.residual.input_quantizer(0).enabled());
   CHECK(qat.pool.input_quantizer().enabled());
   const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1});
@@ -236,13 +172,13 @@ TEST_CASE("lower: an embedding and its tied projection", "[deploy][lower][layers
     xq::set_seed(6);
     tied_lm<> model(true);
     xq::build(model, {1, 6});
-    train_briefly(model, data, 3, 1e-2f);
+    train(model, data, 3, 1e-2f);
     // One table, two uses, each with its own kernel quantizer: the lookup quantized and
     // the projection not, then the reverse (the projection an integer dense).
     xq::quantization_spec spec;
     spec.add(lookup_quantized ? "embed" : "project").add("hidden");
     auto qat = xq::quantize_model(model, xq::quantization_mode::partial, spec);
-    train_briefly(qat, data, 1, 1e-3f);
+    train(qat, data, 1, 1e-3f);
     CHECK(qat.embed.weight_quantizer().enabled() == lookup_quantized);
     CHECK(qat.project.weight_quantizer().enabled() != lookup_quantized);
     xq::deploy::lower_options lo;
@@ -414,26 +350,10 @@ TEST_CASE("lower: a folded-BN QAT CNN computes the simulation's integers", "[dep
 
 TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with Larq's simulation",
           "[deploy][lower][binary]") {
-  using bconv = xq::quant_conv2d<xq::approx_sign, xq::ste_sign>;
-  using bdense = xq::quant_dense<xq::approx_sign, xq::ste_sign>;
-  xq::set_seed(2);
-  auto model = xq::sequential(
-      xq::quant_conv2d<xq::no_quantizer, xq::ste_sign>(16, 3, xq::no_quantizer(), xq::ste_sign())
-          .padding(xq::padding::same)
-          .use_bias(false),
-      xq::max_pool2d(2), xq::batch_norm(true, false),
-      bconv(24, 3, xq::approx_sign(), xq::ste_sign()).padding(xq::padding::same).pad_values(1.0f).use_bias(false),
-      xq::max_pool2d(2), xq::batch_norm(true, false), xq::flatten(),
-      bdense(70, xq::approx_sign(), xq::ste_sign()).use_bias(false), xq::batch_norm(true, false),
-      bdense(4, xq::approx_sign(), xq::ste_sign()), xq::batch_norm());
+  auto model = make_binary_cnn();
   const xq::dataset data = quadrant_data(256, 21);
   xq::build(model, {1, 12, 12, 1});
-  xq::adam opt(xq::trainable_parameters(model), {1e-2f});
-  xq::fit_options fo;
-  fo.epochs = 2;
-  fo.batch_size = 32;
-  fo.verbose = false;
-  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
+  train(model, data, 2, 1e-2f);
 
   const auto engine = xq::deploy::lower(model, {12, 12, 1});
   INFO(engine.summary());

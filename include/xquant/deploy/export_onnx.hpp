@@ -69,6 +69,9 @@ struct export_options {
 };
 
 namespace detail {
+/// The compiled part of export_onnx (export_onnx.ipp): the passes, then the trace's nodes.
+XQ_DECL onnx::model export_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
+                                 const export_options& o);
 XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
                                  const export_options& o);
@@ -77,12 +80,7 @@ XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& ta
 /// `model` as an ONNX model for inputs of shape (N, sample_shape...) (see the file comment).
 template <class Model>
 onnx::model export_onnx(Model& model, const std::vector<std::size_t>& sample_shape, const export_options& o = {}) {
-  layer_table table;
-  detail::build_and_describe(model, sample_shape, table);
-  graph_trace trace;
-  var input, output;
-  detail::traced_pass(model, sample_shape, input, output);
-  return detail::export_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+  return detail::export_model(detail::access(model), sample_shape, o);
 }
 
 /// The same, written to `path` atomically (onnx::save).

@@ -20,35 +20,57 @@
 
 #include "../config.hpp"
 #include "../core/tape.hpp"
+#include "../core/tensor.hpp"
 #include "../core/type_name.hpp"
 #include "../core/var.hpp"
-#include "../layers/activation.hpp"
-#include "../layers/add.hpp"
-#include "../layers/average_pool2d.hpp"
-#include "../layers/batch_norm.hpp"
-#include "../layers/concatenate.hpp"
-#include "../layers/conv2d.hpp"
-#include "../layers/dense.hpp"
-#include "../layers/depthwise_conv2d.hpp"
-#include "../layers/dropout.hpp"
-#include "../layers/embedding.hpp"
-#include "../layers/flatten.hpp"
-#include "../layers/global_average_pool2d.hpp"
-#include "../layers/global_max_pool2d.hpp"
-#include "../layers/max_pool2d.hpp"
-#include "../layers/multiply.hpp"
-#include "../layers/reshape.hpp"
-#include "../layers/tied_dense.hpp"
-#include "../layers/tied_projection.hpp"
-#include "../quantizers/approx_sign.hpp"
-#include "../quantizers/no_quantizer.hpp"
-#include "../quantizers/ste_sign.hpp"
-#include "../wrappers/input_quantized.hpp"
-#include "../wrappers/inputs_quantized.hpp"
-#include "../wrappers/quant_conv2d.hpp"
-#include "../wrappers/quant_dense.hpp"
-#include "../wrappers/quantized_batch_norm.hpp"
-#include "../wrappers/weight_quantized.hpp"
+#include "../kernels/padding.hpp"
+
+// The layer, quantizer and wrapper types described here, declared only: a program that
+// lowers a model has the types its model uses, and this header stays cheap for the rest
+// (the descriptions of the float layers are compiled, layer_info.ipp).
+namespace xq {
+class conv2d;
+class dense;
+class depthwise_conv2d;
+class max_pool2d;
+class batch_norm;
+class flatten;
+class reshape;
+class dropout;
+class relu;
+class relu6;
+class leaky_relu;
+class sigmoid;
+class tanh;
+class swish;
+class softmax;
+class average_pool2d;
+class global_average_pool2d;
+class global_max_pool2d;
+class add;
+class concatenate;
+class multiply;
+class embedding;
+class tied_projection;
+class tied_dense;
+struct no_quantizer;
+class ste_sign;
+class approx_sign;
+class fake_quantizer;
+class site_quantizers;
+class quantized_batch_norm;
+struct batch_norm_fold;
+template <class Layer>
+class weight_quantized;
+template <class Layer, class Derived>
+class input_quantized;
+template <class Layer>
+class inputs_quantized;
+template <class InputQ, class KernelQ>
+class quant_conv2d;
+template <class InputQ, class KernelQ>
+class quant_dense;
+}  // namespace xq
 
 namespace xq::deploy {
 
@@ -114,6 +136,12 @@ struct layer_info {
 using layer_table = std::map<std::string, layer_info>;
 
 namespace detail {
+/// `table[path]`, with its path and type set: the one place the table grows (compiled, so
+/// that the typed walk's instantiations do not each inline a layer_info).
+XQ_DECL layer_info& add_layer(layer_table& table, const std::string& path, const std::string& type);
+}  // namespace detail
+
+namespace detail {
 
 inline layer_info::larq_quantizer larq_kind(const no_quantizer&) { return layer_info::larq_quantizer::none; }
 inline layer_info::larq_quantizer larq_kind(const ste_sign&) { return layer_info::larq_quantizer::sign; }
@@ -170,18 +198,13 @@ inline constexpr bool has_integer_form_v =
 template <class L>
 void describe_layer(layer_table& table, const L& l) {
   if constexpr (detail::has_integer_form_v<L>) {
-    layer_info& i = table[l.path()];
-    i.path = l.path();
-    i.type = xq::detail::type_short_name<L>();
-    detail::describe_float(l, i);
+    detail::describe_float(l, detail::add_layer(table, l.path(), xq::detail::type_short_name<L>()));
   }
 }
 
 template <class Layer>
 void describe_layer(layer_table& table, const weight_quantized<Layer>& w) {
-  layer_info& i = table[w.path()];
-  i.path = w.path();
-  i.type = xq::detail::type_short_name<Layer>();
+  layer_info& i = detail::add_layer(table, w.path(), xq::detail::type_short_name<Layer>());
   detail::describe_float(w.float_layer(), i);
   i.input = &w.input_quantizer();
   i.output = &w.output_quantizer();
@@ -191,9 +214,7 @@ void describe_layer(layer_table& table, const weight_quantized<Layer>& w) {
 
 template <class Layer, class Derived>
 void describe_layer(layer_table& table, const input_quantized<Layer, Derived>& w) {
-  layer_info& i = table[w.path()];
-  i.path = w.path();
-  i.type = xq::detail::type_short_name<Layer>();
+  layer_info& i = detail::add_layer(table, w.path(), xq::detail::type_short_name<Layer>());
   detail::describe_float(w.float_layer(), i);
   i.input = &w.input_quantizer();
   i.output = &w.output_quantizer();
@@ -202,9 +223,7 @@ void describe_layer(layer_table& table, const input_quantized<Layer, Derived>& w
 /// A merge layer's twin: one QDQ site per input (NVIDIA's quantization_index).
 template <class Layer>
 void describe_layer(layer_table& table, const inputs_quantized<Layer>& w) {
-  layer_info& i = table[w.path()];
-  i.path = w.path();
-  i.type = xq::detail::type_short_name<Layer>();
+  layer_info& i = detail::add_layer(table, w.path(), xq::detail::type_short_name<Layer>());
   detail::describe_float(w.float_layer(), i);
   // The sites are made on the first call (build_and_describe ran one): read, not add.
   auto& sites = const_cast<inputs_quantized<Layer>&>(w);
@@ -216,10 +235,8 @@ XQ_DECL void describe_layer(layer_table& table, const quantized_batch_norm& w);
 
 namespace detail {
 template <class Self, class InputQ, class KernelQ>
-void describe_larq(layer_table& table, const Self& l, const InputQ& in, KernelQ& kq) {
-  layer_info& i = table[l.path()];
-  i.path = l.path();
-  i.type = xq::detail::type_short_name<Self>();
+layer_info& describe_larq(layer_table& table, const Self& l, const InputQ& in, KernelQ& kq) {
+  layer_info& i = add_layer(table, l.path(), xq::detail::type_short_name<Self>());
   detail::describe_float(l.float_layer(), i);
   i.larq = true;
   i.larq_input = larq_kind(in);
@@ -228,6 +245,7 @@ void describe_larq(layer_table& table, const Self& l, const InputQ& in, KernelQ&
     const xq::no_grad nothing_recorded;
     i.larq_quantized_kernel = kq(var(l.kernel())).value();
   }
+  return i;
 }
 }  // namespace detail
 
@@ -235,8 +253,7 @@ template <class InputQ, class KernelQ>
 void describe_layer(layer_table& table, const quant_conv2d<InputQ, KernelQ>& l) {
   // The kernel quantizer's inference call changes no state; it is not a const member.
   auto& kq = const_cast<KernelQ&>(l.kernel_quantizer);
-  detail::describe_larq(table, l, l.input_quantizer, kq);
-  table[l.path()].pad_value = l.pad_values();
+  detail::describe_larq(table, l, l.input_quantizer, kq).pad_value = l.pad_values();
 }
 
 template <class InputQ, class KernelQ>

@@ -50,6 +50,7 @@
 #include "../core/tensor.hpp"
 #include "integer_model.hpp"
 #include "layer_info.hpp"
+#include "model_access.hpp"
 #include "requantize.hpp"
 
 namespace xq::deploy {
@@ -74,34 +75,9 @@ struct lower_options {
 
 namespace detail {
 
-/// The typed part of lower/export, before the trace: one inference pass on zeros of shape
-/// (1, sample_shape...) builds lazy layers, then every layer is described (a Larq kernel
-/// quantizer runs here, so no trace may be active: it would record that call).
-template <class Model>
-void build_and_describe(Model& model, const std::vector<std::size_t>& sample_shape, layer_table& table) {
-  tensor::shape_type shape{1};
-  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-  {
-    const no_grad nothing_recorded;
-    const training_mode inference(false);
-    model(var(xq::detail::zeros_tensor(shape)));
-  }
-  set_paths(model);
-  for_each_layer(model, [&](const auto& l) { describe_layer(table, l); });
-}
-
-/// The traced pass (the caller's trace is active): the same inference on zeros.
-template <class Model>
-void traced_pass(Model& model, const std::vector<std::size_t>& sample_shape, var& input, var& output) {
-  tensor::shape_type shape{1};
-  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-  const no_grad nothing_recorded;
-  const training_mode inference(false);
-  input = var(xq::detail::zeros_tensor(shape));
-  output = model(input);
-}
-
-/// The compiled part of lower (lower.ipp).
+/// The compiled part of lower (lower.ipp): the passes, then the lowering of the trace.
+XQ_DECL integer_model lower_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
+                                  const lower_options& o);
 XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                   const variable_state* output, const std::vector<std::size_t>& sample_shape,
                                   const lower_options& o);
@@ -113,12 +89,7 @@ XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& t
 /// owns copies of everything it needs.
 template <class Model>
 integer_model lower(Model& model, const std::vector<std::size_t>& sample_shape, const lower_options& o = {}) {
-  layer_table table;
-  detail::build_and_describe(model, sample_shape, table);
-  graph_trace trace;
-  var input, output;
-  detail::traced_pass(model, sample_shape, input, output);
-  return detail::lower_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+  return detail::lower_model(detail::access(model), sample_shape, o);
 }
 
 }  // namespace xq::deploy

@@ -21,8 +21,8 @@
 #include "../core/graph_trace.hpp"
 #include "../core/mode.hpp"
 #include "../core/tape.hpp"
-#include "../quantizers/model_quantizers.hpp"
 #include "integer_model.hpp"
+#include "model_access.hpp"
 
 namespace xq::deploy {
 
@@ -52,6 +52,9 @@ struct parity_report {
 };
 
 namespace detail {
+/// The compiled part of parity (parity.ipp).
+XQ_DECL parity_report parity_model(const model_access& m, const integer_model& engine, const tensor& images,
+                                   const tensor* labels, std::size_t batch);
 /// Adds one batch to `report` (compiled): the traced simulation pass and its output, the
 /// engine's tensors, the model's fake quantizers by path.
 XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
@@ -64,30 +67,7 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
 template <class Model>
 parity_report parity(Model& model, const integer_model& engine, const tensor& images,
                      const tensor* labels = nullptr, std::size_t batch = 500) {
-  std::map<std::string, const fake_quantizer*> quantizers;
-  for_each_quantizer(model, [&](fake_quantizer& q) { quantizers[q.path()] = &q; });
-  parity_report report;
-  report.labelled = labels != nullptr;
-  const std::size_t n = images.shape()[0];
-  const std::size_t per_image = n ? images.size() / n : 0;
-  for (std::size_t start = 0; start < n; start += batch) {
-    const std::size_t count = std::min(batch, n - start);
-    tensor::shape_type shape(images.shape().begin(), images.shape().end());
-    shape[0] = count;
-    tensor x = tensor::from_shape(shape);
-    std::copy(images.data() + start * per_image, images.data() + (start + count) * per_image, x.data());
-    graph_trace trace;
-    tensor simulated;
-    {
-      const no_grad nothing_recorded;
-      const training_mode inference(false);
-      simulated = model(var(x)).value();
-    }
-    const std::vector<engine_tensor> values = engine.run_all(x);
-    detail::add_parity_batch(report, trace, simulated, engine, values, quantizers,
-                             labels ? labels->data() + start : nullptr);
-  }
-  return report;
+  return detail::parity_model(detail::access(model), engine, images, labels, batch);
 }
 
 }  // namespace xq::deploy

@@ -13,6 +13,7 @@
 #include "../config.hpp"
 #include "../core/graph_trace.hpp"
 #include "../core/tensor.hpp"
+#include "../quantizers/quantization_grid.hpp"
 #include "layer_info.hpp"
 
 namespace xq::deploy::detail {

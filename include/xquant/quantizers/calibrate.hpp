@@ -28,6 +28,7 @@
 #include "../core/tensor.hpp"
 #include "calibration_sink.hpp"
 #include "fake_quantizer.hpp"
+#include "../core/layer_ref.hpp"
 #include "model_quantizers.hpp"
 
 namespace xq {
@@ -88,31 +89,18 @@ class calibration_session final : public calibration_sink {
 
 }  // namespace detail
 
+namespace detail {
+/// The compiled part of calibrate (calibrate.ipp): `call(model, x)` runs the model.
+XQ_DECL calibration_result calibrate_model(layer_ref model_ref, void* model, var (*call)(void*, const var&),
+                                           const tensor& samples, const calibration_options& o);
+}  // namespace detail
+
 /// Calibrates the fake quantizers of `model` that are on, from `samples` (N, ...) run in
 /// batches of `o.batch_size` (see the file comment). argument_error for no samples.
 template <class Model>
 calibration_result calibrate(Model& model, const tensor& samples, const calibration_options& o = {}) {
-  const std::size_t n = samples.dimension() ? samples.shape()[0] : 0;
-  if (n == 0) throw argument_error("calibrate", "at least one calibration sample", "none");
-  std::vector<fake_quantizer*> quantizers;
-  for_each_quantizer(model, [&](fake_quantizer& q) {
-    if (q.enabled()) quantizers.push_back(&q);
-  });
-  detail::calibration_session session(o);
-  const std::size_t per = samples.size() / n, batch = o.batch_size ? o.batch_size : n;
-  {
-    const no_grad nothing_recorded;
-    const training_mode inference(false);
-    for (std::size_t start = 0; start < n; start += batch) {
-      const std::size_t count = std::min(batch, n - start);
-      tensor::shape_type shape(samples.shape().begin(), samples.shape().end());
-      shape[0] = count;
-      tensor x = tensor::from_shape(shape);
-      std::copy(samples.data() + start * per, samples.data() + (start + count) * per, x.data());
-      model(var(std::move(x)));
-    }
-  }
-  return session.finish(quantizers, n);
+  return detail::calibrate_model(as_layer_ref(model), &model,
+                                 [](void* m, const var& x) -> var { return (*static_cast<Model*>(m))(x); }, samples, o);
 }
 
 }  // namespace xq

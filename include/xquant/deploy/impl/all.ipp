@@ -10,6 +10,7 @@
 #include "integer_model_file.ipp"
 #include "layer_info.ipp"
 #include "lower.ipp"
+#include "model_access.ipp"
 #include "onnx_model.ipp"
 #include "parity.ipp"
 #include "requantize.ipp"

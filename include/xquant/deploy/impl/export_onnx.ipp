@@ -714,6 +714,16 @@ class exporter : trace_walk {
   bool pad_done_ = false;
 };
 
+XQ_DECL onnx::model export_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
+                                 const export_options& o) {
+  layer_table table;
+  build_and_describe(m, sample_shape, table);
+  graph_trace trace;
+  var input, output;
+  traced_pass(m, sample_shape, input, output);
+  return export_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+}
+
 XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
                                  const export_options& o) {

@@ -2,11 +2,37 @@
 /// \file layer_info.ipp
 /// The float layers' descriptions (deploy/layer_info.hpp).
 
+#include "../../layers/activation.hpp"
+#include "../../layers/add.hpp"
+#include "../../layers/average_pool2d.hpp"
+#include "../../layers/batch_norm.hpp"
+#include "../../layers/concatenate.hpp"
+#include "../../layers/conv2d.hpp"
+#include "../../layers/dense.hpp"
+#include "../../layers/depthwise_conv2d.hpp"
+#include "../../layers/dropout.hpp"
+#include "../../layers/embedding.hpp"
+#include "../../layers/flatten.hpp"
+#include "../../layers/global_average_pool2d.hpp"
+#include "../../layers/global_max_pool2d.hpp"
+#include "../../layers/max_pool2d.hpp"
+#include "../../layers/multiply.hpp"
+#include "../../layers/reshape.hpp"
+#include "../../layers/tied_dense.hpp"
+#include "../../layers/tied_projection.hpp"
+#include "../../wrappers/quantized_batch_norm.hpp"
 #include "../layer_info.hpp"
 
 namespace xq::deploy {
 
 namespace detail {
+
+XQ_DECL layer_info& add_layer(layer_table& table, const std::string& path, const std::string& type) {
+  layer_info& i = table[path];
+  i.path = path;
+  i.type = type;
+  return i;
+}
 
 inline tensor value_or_empty(const parameter_ptr& p) { return p ? p->value : tensor::from_shape({0}); }
 

@@ -703,6 +703,16 @@ class lowering : trace_walk {
   std::vector<const fake_quantizer*> grid_owners_;  ///< the quantizers whose grids values are on
 };
 
+XQ_DECL integer_model lower_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
+                                  const lower_options& o) {
+  layer_table table;
+  build_and_describe(m, sample_shape, table);
+  graph_trace trace;
+  var input, output;
+  traced_pass(m, sample_shape, input, output);
+  return lower_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+}
+
 XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                   const variable_state* output, const std::vector<std::size_t>& sample_shape,
                                   const lower_options& o) {

@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "../../core/error.hpp"
+#include "../../core/mode.hpp"
+#include "../../core/tape.hpp"
+#include "../../quantizers/fake_quantizer.hpp"
+#include "../../quantizers/model_quantizers.hpp"
 #include "../parity.hpp"
 
 namespace xq::deploy {
@@ -89,6 +93,40 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
       if (tb == std::size_t(labels[s])) ++report.engine_correct;
     }
   }
+}
+
+XQ_DECL parity_report parity_model(const model_access& m, const integer_model& engine, const tensor& images,
+                                   const tensor* labels, std::size_t batch) {
+  std::map<std::string, const fake_quantizer*> quantizers;
+  xq::detail::for_each_quantizer_ref(
+      m.ref,
+      [](void* f, quantizer_base& q) {
+        if (auto* fq = dynamic_cast<fake_quantizer*>(&q))
+          (*static_cast<std::map<std::string, const fake_quantizer*>*>(f))[fq->path()] = fq;
+      },
+      &quantizers);
+  parity_report report;
+  report.labelled = labels != nullptr;
+  const std::size_t n = images.dimension() ? images.shape()[0] : 0;
+  const std::size_t per_image = n ? images.size() / n : 0;
+  if (batch == 0) batch = n ? n : 1;
+  for (std::size_t start = 0; start < n; start += batch) {
+    const std::size_t count = std::min(batch, n - start);
+    tensor::shape_type shape(images.shape().begin(), images.shape().end());
+    shape[0] = count;
+    tensor x = tensor::from_shape(shape);
+    std::copy(images.data() + start * per_image, images.data() + (start + count) * per_image, x.data());
+    graph_trace trace;
+    tensor simulated;
+    {
+      const no_grad nothing_recorded;
+      const training_mode inference(false);
+      simulated = m.call(m.model, var(x)).value();
+    }
+    const std::vector<engine_tensor> values = engine.run_all(x);
+    add_parity_batch(report, trace, simulated, engine, values, quantizers, labels ? labels->data() + start : nullptr);
+  }
+  return report;
 }
 
 }  // namespace detail

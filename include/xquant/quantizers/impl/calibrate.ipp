@@ -16,6 +16,8 @@
 #include "../../numerics/nvidia_calibrators.hpp"
 #include "../../numerics/ort_percentile_calibrator.hpp"
 #include "../../numerics/torch_histogram_observer.hpp"
+#include "../../core/mode.hpp"
+#include "../../core/tape.hpp"
 #include "../calibrate.hpp"
 
 namespace xq {
@@ -168,6 +170,35 @@ XQ_DECL calibration_result calibration_session::finish(const std::vector<fake_qu
     q->set_range(std::move(lo), std::move(hi));
   }
   return r;
+}
+
+XQ_DECL calibration_result calibrate_model(layer_ref model_ref, void* model, var (*call)(void*, const var&),
+                                           const tensor& samples, const calibration_options& o) {
+  const std::size_t n = samples.dimension() ? samples.shape()[0] : 0;
+  if (n == 0) throw argument_error("calibrate", "at least one calibration sample", "none");
+  std::vector<fake_quantizer*> quantizers;
+  for_each_quantizer_ref(
+      model_ref,
+      [](void* f, quantizer_base& q) {
+        if (auto* fq = dynamic_cast<fake_quantizer*>(&q))
+          if (fq->enabled()) static_cast<std::vector<fake_quantizer*>*>(f)->push_back(fq);
+      },
+      &quantizers);
+  calibration_session session(o);
+  const std::size_t per = samples.size() / n, batch = o.batch_size ? o.batch_size : n;
+  {
+    const no_grad nothing_recorded;
+    const training_mode inference(false);
+    for (std::size_t start = 0; start < n; start += batch) {
+      const std::size_t count = std::min(batch, n - start);
+      tensor::shape_type shape(samples.shape().begin(), samples.shape().end());
+      shape[0] = count;
+      tensor x = tensor::from_shape(shape);
+      std::copy(samples.data() + start * per, samples.data() + (start + count) * per, x.data());
+      call(model, var(std::move(x)));
+    }
+  }
+  return session.finish(quantizers, n);
 }
 
 }  // namespace detail
