@@ -3,30 +3,17 @@
 // integer engine, compared with its simulation layer by layer, exported to ONNX, and (given
 // a Python with onnxruntime) run there on the same test images.
 
-#include <cstdio>
-#include <cstdlib>
-#include <sys/stat.h>
+#include <cstddef>
 #include <iostream>
 #include <string>
 
 #include <xquant/deploy/export_onnx.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
-#include <xquant/io/npy.hpp>
 
 #include "run_options.hpp"
 
-#ifndef XQ_ONNX_CHECK
-#define XQ_ONNX_CHECK "tools/onnx_check.py"
-#endif
-
 namespace fashion {
-
-/// mkdir -p (POSIX; <filesystem> would double this header's compile time).
-inline void make_directories(const std::string& path) {
-  for (std::size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
-}
 
 struct deployment_result {
   xq::deploy::parity_report parity;             ///< the engine as the ONNX file computes: int32 bias
@@ -35,6 +22,12 @@ struct deployment_result {
   double onnxruntime_same_top1 = -1; ///< onnxruntime vs the integer engine
   std::string onnx_file;
 };
+
+/// Writes the ONNX model, the test images and labels and the engine's logits under
+/// `s.export_dir` as `name`.*, then (with `s.onnx_python`) runs the file in onnxruntime and
+/// records its accuracy and agreement with the engine in `r` (deployment.cpp).
+void write_and_run(const xq::onnx::model& m, const xq::deploy::integer_model& engine, const xq::dataset& test,
+                   const run_options& s, const std::string& name, deployment_result& r);
 
 /// Reports the parity of `engine` (lowered by the caller, int32 biases) and of the same
 /// model lowered with float biases on `test`, exports ONNX and runs it in onnxruntime when
@@ -55,34 +48,7 @@ deployment_result deploy(Model& model, const xq::deploy::integer_model& engine, 
     std::cout << "parity, simulation vs integer engine, float biases:\n" << r.parity_float_bias.table();
   }
 
-  make_directories(s.export_dir);
-  const std::string base = s.export_dir + "/" + name;
-  r.onnx_file = base + ".onnx";
-  xq::deploy::export_onnx(model, {28, 28, 1}, r.onnx_file);
-  xq::io::save_npy(base + ".input.npy", test.inputs);
-  xq::io::save_npy(base + ".labels.npy", test.targets);
-  xq::io::save_npy(base + ".engine.npy", engine.run(test.inputs));
-  std::cout << "onnx: wrote " << r.onnx_file << "\n";
-  if (s.onnx_python.empty()) return r;
-  const std::string cmd = "'" + s.onnx_python + "' '" XQ_ONNX_CHECK "' '" + r.onnx_file + "' --input input='" + base +
-                          ".input.npy' --expected output='" + base + ".engine.npy' --labels output='" + base +
-                          ".labels.npy' --top1 --min-share 0 --paths optimized";
-  // The checker's table goes to our output; its summary line gives the two numbers.
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    std::cout << "onnx: cannot run " << s.onnx_python << "\n";
-    return r;
-  }
-  char line[4096];
-  while (std::fgets(line, sizeof line, p)) {
-    std::cout << line;
-    double accuracy = 0, top1 = 0;
-    if (std::sscanf(line, "onnx_check summary: path=optimized output=output accuracy=%lf top1=%lf", &accuracy, &top1) == 2) {
-      r.onnxruntime_accuracy = accuracy;
-      r.onnxruntime_same_top1 = top1;
-    }
-  }
-  if (pclose(p) != 0) std::cout << "onnx: the onnxruntime check failed (see above)\n";
+  write_and_run(xq::deploy::export_onnx(model, {28, 28, 1}), engine, test, s, name, r);
   return r;
 }
 
