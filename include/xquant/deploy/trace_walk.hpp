@@ -6,6 +6,7 @@
 /// batch norm's inference arithmetic, and the kernel the simulation fake-quantizes (the
 /// folded one when a batch norm is folded in).
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ XQ_DECL tensor quantized_kernel_input(const layer_info& info, std::vector<float>
 /// argument_error naming `where` for a grid on another axis.
 XQ_DECL std::size_t weight_channel(const layer_info& info, const quantization_grid& g, std::size_t rank,
                                    std::size_t o, const std::string& where);
+
+/// The zeros a Keras-padded window adds around an NHWC input of shape `s`: {top, left,
+/// bottom, right} (kernels/padding.hpp's rules; ONNX's `pads` order too).
+XQ_DECL std::array<std::size_t, 4> window_pads(const tensor::shape_type& s, std::array<std::size_t, 2> window,
+                                               std::array<std::size_t, 2> strides, std::array<std::size_t, 2> dilation,
+                                               xq::padding p);
 
 class trace_walk {
  public:

@@ -98,6 +98,10 @@ class exporter : trace_walk {
     return out;
   }
 
+  static std::vector<std::int64_t> onnx_pads(const std::array<std::size_t, 4>& p) {
+    return {std::int64_t(p[0]), std::int64_t(p[1]), std::int64_t(p[2]), std::int64_t(p[3])};
+  }
+
   onnx_value to_nchw(onnx_value v) {
     if (v.rank != 4 || v.nchw) return v;
     v.name = node("Transpose", {v.name}, v.name + "/nchw", {ox::ints_attribute("perm", {0, 3, 1, 2})});
@@ -243,13 +247,11 @@ class exporter : trace_walk {
       case layer_info::kind::max_pool: {
         v = to_nchw(v);
         const auto& s = c.inputs[0]->value.shape();
-        const window_axis a = resolve_axis(s[1], info->pool[0], info->pool_strides[0], 1, info->pool_padding);
-        const window_axis b = resolve_axis(s[2], info->pool[1], info->pool_strides[1], 1, info->pool_padding);
+        const auto pads = window_pads(s, info->pool, info->pool_strides, {1, 1}, info->pool_padding);
         v.name = node("MaxPool", {v.name}, c.path,
                       {ox::ints_attribute("kernel_shape", {std::int64_t(info->pool[0]), std::int64_t(info->pool[1])}),
                        ox::ints_attribute("strides", {std::int64_t(info->pool_strides[0]), std::int64_t(info->pool_strides[1])}),
-                       ox::ints_attribute("pads", {std::int64_t(a.pad_before), std::int64_t(b.pad_before),
-                                                   std::int64_t(a.pad_after), std::int64_t(b.pad_after)})});
+                       ox::ints_attribute("pads", onnx_pads(pads))});
         values_[c.output] = v;
         return;
       }
@@ -277,13 +279,11 @@ class exporter : trace_walk {
         // TF's same padding averages the non-padded elements only: count_include_pad 0.
         v = to_nchw(v);
         const auto& s = c.inputs[0]->value.shape();
-        const window_axis a = resolve_axis(s[1], info->pool[0], info->pool_strides[0], 1, info->pool_padding);
-        const window_axis b = resolve_axis(s[2], info->pool[1], info->pool_strides[1], 1, info->pool_padding);
+        const auto pads = window_pads(s, info->pool, info->pool_strides, {1, 1}, info->pool_padding);
         v.name = node("AveragePool", {v.name}, c.path,
                       {ox::ints_attribute("kernel_shape", {std::int64_t(info->pool[0]), std::int64_t(info->pool[1])}),
                        ox::ints_attribute("strides", {std::int64_t(info->pool_strides[0]), std::int64_t(info->pool_strides[1])}),
-                       ox::ints_attribute("pads", {std::int64_t(a.pad_before), std::int64_t(b.pad_before),
-                                                   std::int64_t(a.pad_after), std::int64_t(b.pad_after)}),
+                       ox::ints_attribute("pads", onnx_pads(pads)),
                        ox::int_attribute("count_include_pad", 0)});
         values_[c.output] = v;
         return;
@@ -493,11 +493,10 @@ class exporter : trace_walk {
     if (!dense && info.larq && info.larq_input == lq::sign && info.geometry.padding == xq::padding::same &&
         info.pad_value != 0.0f) {  // Larq's pad_values: pad with the value, then a valid window
       const auto& s = c.inputs[0]->value.shape();
-      const window_axis a = resolve_axis(s[1], info.kernel_size[0], info.geometry.strides[0], info.geometry.dilation[0], xq::padding::same);
-      const window_axis b = resolve_axis(s[2], info.kernel_size[1], info.geometry.strides[1], info.geometry.dilation[1], xq::padding::same);
+      const auto p = window_pads(s, info.kernel_size, info.geometry.strides, info.geometry.dilation, xq::padding::same);
       const std::string pads = add_initializer(ox::tensor_data::int64(
           c.path + "/pads", {8},
-          {0, 0, std::int64_t(a.pad_before), std::int64_t(b.pad_before), 0, 0, std::int64_t(a.pad_after), std::int64_t(b.pad_after)}));
+          {0, 0, std::int64_t(p[0]), std::int64_t(p[1]), 0, 0, std::int64_t(p[2]), std::int64_t(p[3])}));
       v.name = node("Pad", {v.name, pads, constant(info.pad_value)}, c.path + "/padded", {ox::string_attribute("mode", "constant")});
       pad_done_ = true;
     }
@@ -662,9 +661,8 @@ class exporter : trace_walk {
       const auto& s = c.inputs[0]->value.shape();
       std::vector<std::int64_t> pads{0, 0, 0, 0};
       if (!pad_done_) {
-        const window_axis a = resolve_axis(s[1], info.kernel_size[0], info.geometry.strides[0], info.geometry.dilation[0], info.geometry.padding);
-        const window_axis b = resolve_axis(s[2], info.kernel_size[1], info.geometry.strides[1], info.geometry.dilation[1], info.geometry.padding);
-        pads = {std::int64_t(a.pad_before), std::int64_t(b.pad_before), std::int64_t(a.pad_after), std::int64_t(b.pad_after)};
+        pads = onnx_pads(window_pads(s, info.kernel_size, info.geometry.strides, info.geometry.dilation,
+                                     info.geometry.padding));
       }
       std::vector<ox::attribute> attrs{
           ox::ints_attribute("kernel_shape", {std::int64_t(info.kernel_size[0]), std::int64_t(info.kernel_size[1])}),

@@ -439,9 +439,7 @@ class lowering : trace_walk {
     g.window = k;
     g.strides = strides;
     g.dilation = dilation;
-    const window_axis a = resolve_axis(h, k[0], strides[0], dilation[0], p);
-    const window_axis b = resolve_axis(w, k[1], strides[1], dilation[1], p);
-    g.pads = {a.pad_before, b.pad_before, a.pad_after, b.pad_after};
+    g.pads = window_pads({1, h, w, 1}, k, strides, dilation, p);
     return g;
   }
 

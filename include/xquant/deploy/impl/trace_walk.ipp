@@ -2,6 +2,7 @@
 /// \file trace_walk.ipp
 /// The shared walk (deploy/trace_walk.hpp).
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 
 #include "../../core/error.hpp"
 #include "../../core/tape.hpp"
+#include "../../kernels/padding.hpp"
 #include "../../wrappers/batch_norm_folding.hpp"
 #include "../trace_walk.hpp"
 
@@ -49,6 +51,14 @@ XQ_DECL std::size_t weight_channel(const layer_info& info, const quantization_gr
   }
   throw argument_error(where, "a per-channel kernel grid on the output-channel axis",
                        xq::detail::concat("axis ", g.channel_axis, " of a rank-", rank, " kernel"));
+}
+
+XQ_DECL std::array<std::size_t, 4> window_pads(const tensor::shape_type& s, std::array<std::size_t, 2> window,
+                                               std::array<std::size_t, 2> strides, std::array<std::size_t, 2> dilation,
+                                               xq::padding p) {
+  const window_axis a = resolve_axis(s[1], window[0], strides[0], dilation[0], p);
+  const window_axis b = resolve_axis(s[2], window[1], strides[1], dilation[1], p);
+  return {a.pad_before, b.pad_before, a.pad_after, b.pad_after};
 }
 
 XQ_DECL trace_walk::trace_walk(const graph_trace& g, const layer_table& t) : g_(g), t_(t) {
