@@ -25,14 +25,12 @@
 #include <iostream>
 #include <vector>
 
-#include <xquant/deploy/lower.hpp>
-#include <xquant/quantizers/calibrate.hpp>
 #include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 
 #include "../fashion_mnist/cnn.hpp"
-#include "../fashion_mnist/deployment.hpp"
+#include "deploy_qat.hpp"
 #include "../fashion_mnist/run_options.hpp"
 #include "../fashion_mnist/training.hpp"
 
@@ -55,19 +53,10 @@ int main(int argc, char** argv) try {
   // 2. Post-training quantization: the twin, calibrated on 2,000 training images, lowered.
   xq::quantize_options options;
   options.fold_batch_norm = true;
-  double ptq_accuracy = 0;
-  {
-    auto ptq = xq::quantize_model(model, options, {1, 28, 28, 1});
-    const std::size_t calibration_images = std::min<std::size_t>(2000, train.size());
-    std::vector<std::size_t> first(calibration_images);
-    for (std::size_t i = 0; i < first.size(); ++i) first[i] = i;
-    xq::calibrate(ptq, xq::gather_rows(train.inputs, first.data(), first.size()));
-    const auto ptq_engine = xq::deploy::lower(ptq, {28, 28, 1});
-    const auto r = xq::deploy::parity(ptq, ptq_engine, test.inputs, &test.targets, 500);
-    ptq_accuracy = r.engine_accuracy();
-    std::printf("ptq: calibrated on %zu images (nvidia_percentile 99.99); simulated %.4f, integer engine %.4f (%.0f s)\n",
-                calibration_images, r.simulated_accuracy(), ptq_accuracy, seconds());
-  }
+  const fashion::ptq_result ptq = fashion::post_training_quantization(model, options, train, test);
+  const double ptq_accuracy = ptq.engine_accuracy;
+  std::printf("ptq: calibrated on %zu images (nvidia_percentile 99.99); simulated %.4f, integer engine %.4f (%.0f s)\n",
+              ptq.calibration_images, ptq.simulated_accuracy, ptq_accuracy, seconds());
 
   // 3. Quantization-aware training: NVIDIA's default scheme, batch norms folded.
   const std::size_t steps_per_epoch = (train.size() + s.batch - 1) / s.batch;
@@ -89,24 +78,22 @@ int main(int argc, char** argv) try {
               fashion::images_per_second(float_history), seconds());
 
   // 4. Deployment: the integer engine, its parity with the simulation, ONNX (and onnxruntime).
-  const auto engine = xq::deploy::lower(qat, {28, 28, 1});
-  std::cout << engine.summary();
-  const fashion::deployment_result d = fashion::deploy(qat, engine, test, s, "fashion_mnist_qat");
+  const fashion::qat_deployment d = fashion::deploy_qat(qat, test, s);
 
   std::printf("model float                     accuracy=%.4f\n", float_accuracy);
   std::printf("model ptq_int8_integer_engine   accuracy=%.4f\n", ptq_accuracy);
-  std::printf("model qat_simulated             accuracy=%.4f\n", d.parity.simulated_accuracy());
+  std::printf("model qat_simulated             accuracy=%.4f\n", d.simulated_accuracy);
   std::printf("model qat_integer_engine        accuracy=%.4f same_top1_as_simulated=%.4f (int32 biases: TFLite, onnxruntime)\n",
-              d.parity.engine_accuracy(), d.parity.same_top1_share());
+              d.engine_accuracy, d.engine_same_top1);
   std::printf("model qat_integer_engine_fbias  accuracy=%.4f same_top1_as_simulated=%.4f (float biases: FBGEMM, TensorRT)\n",
-              d.parity_float_bias.engine_accuracy(), d.parity_float_bias.same_top1_share());
+              d.float_bias_accuracy, d.float_bias_same_top1);
   if (d.onnxruntime_accuracy >= 0)
     std::printf("model qat_onnxruntime           accuracy=%.4f same_top1_as_integer_engine=%.4f\n",
                 d.onnxruntime_accuracy, d.onnxruntime_same_top1);
   else
     std::printf("model qat_onnxruntime           not run (give --onnxruntime PYTHON; the file is %s)\n",
                 d.onnx_file.c_str());
-  std::printf("float_accuracy=%.4f int8_accuracy=%.4f\n", float_accuracy, d.parity.engine_accuracy());
+  std::printf("float_accuracy=%.4f int8_accuracy=%.4f\n", float_accuracy, d.engine_accuracy);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "fashion_mnist_qat: %s\n", e.what());

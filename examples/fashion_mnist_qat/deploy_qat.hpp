@@ -1,0 +1,39 @@
+#pragma once
+// The QAT example's post-training quantization and deployment steps, compiled in their own
+// translation unit (deploy_qat.cpp): lowering, parity, export and calibration instantiate for
+// two model types there, while fashion_mnist_qat.cpp keeps the training story.
+
+#include <cstddef>
+#include <string>
+
+#include <xquant/transform/quantize_model.hpp>
+
+#include "../fashion_mnist/cnn.hpp"
+#include "../fashion_mnist/run_options.hpp"
+
+namespace fashion {
+
+struct ptq_result {
+  std::size_t calibration_images = 0;
+  double simulated_accuracy = 0, engine_accuracy = 0;
+};
+
+/// The twin of `model` with `options`, calibrated on the first 2,000 training images
+/// (NVIDIA's histogram calibrator, percentile 99.99), lowered and evaluated on `test`.
+ptq_result post_training_quantization(cnn& model, const xq::quantize_options& options, const xq::dataset& train,
+                                      const xq::dataset& test);
+
+/// What the deployment of the QAT twin measured (accuracies on the test images).
+struct qat_deployment {
+  double simulated_accuracy = 0;
+  double engine_accuracy = 0, engine_same_top1 = 0;                ///< int32 biases
+  double float_bias_accuracy = 0, float_bias_same_top1 = 0;        ///< float biases
+  double onnxruntime_accuracy = -1, onnxruntime_same_top1 = -1;    ///< -1: not run
+  std::string onnx_file;
+};
+
+/// The QAT twin lowered (its summary printed), compared with its simulation, exported and
+/// (with --onnxruntime) run in onnxruntime: fashion::deploy.
+qat_deployment deploy_qat(xq::quantize_t<cnn>& qat, const xq::dataset& test, const run_options& s);
+
+}  // namespace fashion
