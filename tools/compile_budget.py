@@ -7,8 +7,12 @@ For each measured translation unit (TU), the CPU seconds the compiler takes to c
 (`-c`, object file written to a scratch directory): user + sys time of the compiler process
 and everything it runs (cc1plus, as), from resource.getrusage(RUSAGE_CHILDREN) deltas, the
 minimum of N runs (--repeat, default 3; the TU and its reference are measured alternately,
-so that a burst of load on a shared machine hits both). CPU seconds, not wall time, and a
-ratio, not seconds: machine speed and most of the load of a shared machine cancel.
+so that a burst of load on a shared machine hits both). A TU over its budget after N runs is
+measured up to K more times (--confirm, default N), stopping once within it: load only ever
+adds CPU seconds, so more runs can only bring the minimum nearer the TU's true cost, and a TU
+really over its budget stays over. Every run's seconds are printed under its line. CPU
+seconds, not wall time, and a ratio, not seconds: machine speed and most of the load of a
+shared machine cancel.
 
 Each TU is compiled with exactly the command the build uses for it: the compiler and flags
 come from CMake's compile_commands.json (--compile-commands; CMake writes it when
@@ -243,6 +247,10 @@ class Tu:
         self.reference = None
         self.deps = []
         self.seconds = self.reference_seconds = float("inf")
+        self.samples, self.reference_samples = [], []   # every run, in order
+
+    def ratio(self):
+        return self.seconds / self.reference_seconds if self.reference_seconds > 0 else float("inf")
 
 
 def parse_tu(text):
@@ -313,6 +321,9 @@ def main(argv=None):
                      help="headers under DIR count as part of the TU, not as dependencies")
     ap.add_argument("--repeat", type=int, default=3, metavar="N",
                     help="compile each TU N times and keep the minimum (default 3)")
+    ap.add_argument("--confirm", type=int, default=None, metavar="K",
+                    help="a TU over its budget after the N runs is measured up to K more times, "
+                         "stopping once within it (default: N)")
     ap.add_argument("--report-only", action="store_true",
                     default=os.environ.get("XQ_COMPILE_BUDGET_REPORT_ONLY", "") not in ("", "0", "OFF", "off"),
                     help="print the figures, never fail on a budget "
@@ -410,29 +421,45 @@ def main(argv=None):
                 raise Error(f"{source} does not compile:\n{p.stderr[-4000:]}")
             return seconds
 
+        def measure(t):
+            t.samples.append(compile_seconds(t, t.source, "tu"))
+            t.reference_samples.append(compile_seconds(t, t.reference, "deps"))
+            t.seconds, t.reference_seconds = min(t.samples), min(t.reference_samples)
+
         for _ in range(args.repeat):
             for t in measured:
-                t.seconds = min(t.seconds, compile_seconds(t, t.source, "tu"))
-                t.reference_seconds = min(t.reference_seconds, compile_seconds(t, t.reference, "deps"))
+                measure(t)
+        # Confirmation: load on a shared machine only ever adds CPU seconds, so a TU over its
+        # budget gets more runs and keeps its minimum. A burst that hit all N runs of one TU
+        # (a 7 s compile is exposed longer than its 2 s reference) is not a regression; a TU
+        # really over its budget stays over, however many runs.
+        confirm = args.repeat if args.confirm is None else args.confirm
+        for t in measured:
+            for _ in range(confirm):
+                if t.ratio() <= t.budget:
+                    break
+                measure(t)
     except Error as e:
         print(f"compile_budget: error: {e}", file=sys.stderr)
         return 2
 
     first = measured[0]
     print(f"compile_budget: {compiler_version(first.compiler)}; {cpu_model()}; "
-          f"CPU seconds (user+sys), best of {args.repeat}")
+          f"CPU seconds (user+sys), best of {args.repeat} (more for a TU over its budget)")
     print(f"compile_budget: flags: {' '.join(shlex.quote(f) for f in first.flags)}")
     print(f"compile_budget: generated TUs in {work}")
     width = max(len(t.name) for t in measured)
     over = 0
     for t in measured:
-        ratio = t.seconds / t.reference_seconds if t.reference_seconds > 0 else float("inf")
+        ratio = t.ratio()
         ok = ratio <= t.budget
         over += not ok
         main_kind = "empty main" if t.reference_main is EMPTY_MAIN else "xtensor expression"
         print(f"{t.name:<{width}}  {t.seconds:7.2f} s  reference {t.reference_seconds:6.2f} s  "
               f"ratio {ratio:5.2f}  budget {t.budget:4.2f}  {'PASS' if ok else 'FAIL'}  "
               f"(reference: {len(t.deps)} dependency headers, {main_kind})")
+        print(f"{'':<{width}}  runs: {' '.join(f'{x:.2f}' for x in t.samples)}; "
+              f"reference {' '.join(f'{x:.2f}' for x in t.reference_samples)}")
     if over:
         print(f"compile_budget: {over} of {len(measured)} over budget"
               + (" (--report-only: not failing)" if args.report_only else ""))

@@ -73,16 +73,34 @@ class child_sink_of final : public child_sink {
   F& f_;
 };
 
-/// The operations table of layer type `L`.
+/// The operations table of layer type `L`. Each member's body is guarded by the trait that
+/// decides whether `make()` takes it, so that an explicit instantiation of the table
+/// (transform/compiled_twins.hpp) compiles for every layer type; the guarded-out bodies are
+/// never called.
 template <class L>
 struct layer_ops_for {
-  static std::string name(const void* p) { return std::string(static_cast<const L*>(p)->name()); }
-  static std::string path(const void* p) { return std::string(static_cast<const L*>(p)->path()); }
-  static void set_path(void* p, std::string s) { static_cast<L*>(p)->set_path(std::move(s)); }
-  static std::vector<parameter_ptr> parameters(const void* p) { return static_cast<const L*>(p)->parameters(); }
-  static quantizer_base* quantizer(void* p) { return static_cast<L*>(p); }
+  static std::string name(const void* p) {
+    if constexpr (has_name_v<L>) return std::string(static_cast<const L*>(p)->name());
+    else return {};
+  }
+  static std::string path(const void* p) {
+    if constexpr (has_path_v<L>) return std::string(static_cast<const L*>(p)->path());
+    else return {};
+  }
+  static void set_path(void* p, std::string s) {
+    if constexpr (has_set_path_v<L>) static_cast<L*>(p)->set_path(std::move(s));
+  }
+  static std::vector<parameter_ptr> parameters(const void* p) {
+    if constexpr (has_parameters_v<L>) return static_cast<const L*>(p)->parameters();
+    else return {};
+  }
+  static quantizer_base* quantizer(void* p) {
+    if constexpr (is_quantizer_v<L>) return static_cast<L*>(p);
+    else return nullptr;
+  }
   static const void* float_layer(const void* p) {
-    return &const_cast<L*>(static_cast<const L*>(p))->float_layer();
+    if constexpr (has_float_layer_v<L>) return &const_cast<L*>(static_cast<const L*>(p))->float_layer();
+    else return nullptr;
   }
   static void children(void* p, const child_sink& sink);
 
@@ -103,10 +121,11 @@ struct layer_ops_for {
 
 template <class L>
 void layer_ops_for<L>::children(void* p, const child_sink& sink) {
-  for_each_child(*static_cast<L*>(p), [&](auto& child, const std::string& child_name) {
-    using C = std::remove_const_t<std::remove_reference_t<decltype(child)>>;
-    sink(layer_ref{const_cast<C*>(&child), &layer_ops_for<C>::table}, child_name);
-  });
+  if constexpr (has_children_v<L>)
+    for_each_child(*static_cast<L*>(p), [&](auto& child, const std::string& child_name) {
+      using C = std::remove_const_t<std::remove_reference_t<decltype(child)>>;
+      sink(layer_ref{const_cast<C*>(&child), &layer_ops_for<C>::table}, child_name);
+    });
 }
 
 /// The children of `l` (none for a leaf), each passed to `f(layer_ref, name)`.

@@ -3,33 +3,29 @@
 /// The short, readable name of a type: what path names of unnamed composites and
 /// `quantization_spec` entries by layer type use.
 
-#include <cstdlib>
 #include <string>
 #include <typeinfo>
 
-#if defined(__GNUG__)
-#include <cxxabi.h>
-#endif
+#include "../config.hpp"
 
 namespace xq {
 namespace detail {
 
+/// The unqualified name, without template arguments, of the type whose mangled name
+/// (`typeid(T).name()`) is `mangled`; "layer" when nothing is left.
+XQ_DECL std::string short_name_of_mangled(const char* mangled);
+
 /// The unqualified name of a type without template arguments ("conv_block" for
-/// `fashion::conv_block<xq::conv2d>`, "conv2d" for `xq::conv2d`).
+/// `fashion::conv_block<xq::conv2d>`, "conv2d" for `xq::conv2d`). The demangling and string
+/// work is one compiled function: a model's layer types instantiate only this call.
 template <class T>
 std::string type_short_name() {
-  const char* raw = typeid(T).name();
-  std::string name = raw;
-#if defined(__GNUG__)
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(raw, nullptr, nullptr, &status);
-  if (status == 0 && demangled) name = demangled;
-  std::free(demangled);
-#endif
-  if (auto angle = name.find('<'); angle != std::string::npos) name.erase(angle);
-  if (auto colon = name.rfind("::"); colon != std::string::npos) name.erase(0, colon + 2);
-  return name.empty() ? std::string("layer") : name;
+  return short_name_of_mangled(typeid(T).name());
 }
 
 }  // namespace detail
 }  // namespace xq
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/type_name.ipp"
+#endif

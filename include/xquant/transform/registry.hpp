@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "compiled_twins.hpp"
 #include "../layers/activation.hpp"
 #include "../layers/add.hpp"
 #include "../layers/average_pool2d.hpp"
@@ -146,4 +147,8 @@ XQ_DECL const std::vector<std::string>& builtin_layer_types();
 
 #if !defined(XQ_SEPARATE_COMPILATION)
 #include "impl/registry.ipp"
+#else
+namespace xq {
+XQ_REGISTRY_INSTANTIATIONS(extern template)  // compiled once in the library: compiled_twins.hpp
+}  // namespace xq
 #endif

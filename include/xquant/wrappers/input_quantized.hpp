@@ -34,9 +34,9 @@ class input_quantized
  public:
   input_quantized() : input_quantized(Layer{}) {}
   /// The twin of `layer`, sharing its parameters.
-  explicit input_quantized(Layer layer) : base(std::move(layer)) { this->set_path(this->layer_.path()); }
+  explicit input_quantized(Layer layer);
 
-  var call(const var& x) { return this->finish(this->layer_(input_(x))); }
+  var call(const var& x);
 
   site_quantizers& input_quantizer() noexcept { return input_; }
   const site_quantizers& input_quantizer() const noexcept { return input_; }
@@ -65,5 +65,18 @@ class input_quantized
 
   site_quantizers input_;
 };
+
+// Out of the class body (not implicitly inline), so that the registry's explicit
+// instantiations (transform/compiled_twins.hpp) keep them out of a program's translation units.
+
+template <class Layer, class Derived>
+input_quantized<Layer, Derived>::input_quantized(Layer layer) : base(std::move(layer)) {
+  this->set_path(this->layer_.path());
+}
+
+template <class Layer, class Derived>
+var input_quantized<Layer, Derived>::call(const var& x) {
+  return this->finish(this->layer_(input_(x)));
+}
 
 }  // namespace xq

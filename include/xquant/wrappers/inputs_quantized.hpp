@@ -27,16 +27,10 @@ class inputs_quantized : public qdq_wrapper<inputs_quantized<Layer>, Layer> {
 
  public:
   inputs_quantized() : inputs_quantized(Layer{}) {}
-  explicit inputs_quantized(Layer layer) : base(std::move(layer)) { this->set_path(this->layer_.path()); }
+  explicit inputs_quantized(Layer layer);
 
   var call(const var& a, const var& b) { return call(std::vector<var>{a, b}); }
-  var call(const std::vector<var>& inputs) {
-    ensure_inputs(inputs.size());
-    std::vector<var> quantized;
-    quantized.reserve(inputs.size());
-    for (std::size_t i = 0; i < inputs.size(); ++i) quantized.push_back(inputs_[i](inputs[i]));
-    return this->finish(this->layer_(quantized));
-  }
+  var call(const std::vector<var>& inputs);
 
   /// The quantizer of input `i` (created on the first call, or here).
   site_quantizers& input_quantizer(std::size_t i) {
@@ -98,5 +92,22 @@ class inputs_quantized : public qdq_wrapper<inputs_quantized<Layer>, Layer> {
 
   std::vector<site_quantizers> inputs_;
 };
+
+// Out of the class body (not implicitly inline), so that the registry's explicit
+// instantiations (transform/compiled_twins.hpp) keep them out of a program's translation units.
+
+template <class Layer>
+inputs_quantized<Layer>::inputs_quantized(Layer layer) : base(std::move(layer)) {
+  this->set_path(this->layer_.path());
+}
+
+template <class Layer>
+var inputs_quantized<Layer>::call(const std::vector<var>& inputs) {
+  ensure_inputs(inputs.size());
+  std::vector<var> quantized;
+  quantized.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) quantized.push_back(inputs_[i](inputs[i]));
+  return this->finish(this->layer_(quantized));
+}
 
 }  // namespace xq

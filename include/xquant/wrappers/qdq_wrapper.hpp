@@ -30,22 +30,12 @@ class qdq_wrapper : public wrapped_layer<Self, Layer> {
   /// The settings `quantize_model` gave this wrapper.
   const wrapper_settings& settings() const noexcept { return settings_; }
   /// Turns on and configures the quantizers the settings place; the others go off.
-  void configure(const wrapper_settings& s) {
-    settings_ = s;
-    output_.configure(s.output, s.quantize_output);
-    this->self().configure_sites(s);
-    this->set_path(this->path());  // new quantizer states take their names
-  }
+  void configure(const wrapper_settings& s);
 
   /// One range per call site (`quantize_model` with per_call_site_ranges, from the trace).
-  void set_call_sites(std::size_t n) {
-    this->self().for_each_site_list([&](site_quantizers& q) { q.set_call_sites(n); });
-    this->set_path(this->path());
-  }
+  void set_call_sites(std::size_t n);
   /// Re-aligns the per-call-site counters after a pass that stopped half-way.
-  void reset_call_sites() {
-    this->self().for_each_site_list([](site_quantizers& q) { q.reset_call_sites(); });
-  }
+  void reset_call_sites();
 
  protected:
   qdq_wrapper() = default;
@@ -57,5 +47,27 @@ class qdq_wrapper : public wrapped_layer<Self, Layer> {
   site_quantizers output_;
   wrapper_settings settings_;
 };
+
+// Out of the class body (not implicitly inline), so that the registry's explicit
+// instantiations (transform/compiled_twins.hpp) keep them out of a program's translation units.
+
+template <class Self, class Layer>
+void qdq_wrapper<Self, Layer>::configure(const wrapper_settings& s) {
+  settings_ = s;
+  output_.configure(s.output, s.quantize_output);
+  this->self().configure_sites(s);
+  this->set_path(this->path());  // new quantizer states take their names
+}
+
+template <class Self, class Layer>
+void qdq_wrapper<Self, Layer>::set_call_sites(std::size_t n) {
+  this->self().for_each_site_list([&](site_quantizers& q) { q.set_call_sites(n); });
+  this->set_path(this->path());
+}
+
+template <class Self, class Layer>
+void qdq_wrapper<Self, Layer>::reset_call_sites() {
+  this->self().for_each_site_list([](site_quantizers& q) { q.reset_call_sites(); });
+}
 
 }  // namespace xq

@@ -41,20 +41,9 @@ class weight_quantized : public qdq_wrapper<weight_quantized<Layer>, Layer> {
  public:
   weight_quantized() : weight_quantized(Layer{}) {}
   /// The twin of `layer`, sharing its parameters.
-  explicit weight_quantized(Layer layer) : base(std::move(layer)) { this->set_path(this->layer_.path()); }
+  explicit weight_quantized(Layer layer);
 
-  var call(const var& x) {
-    Layer& l = this->layer_;
-    l.ensure_built(x);
-    const var in = input_(x);
-    const var bias = l.bias() ? var(l.bias()) : var();
-    if (!fold_) return this->finish(l.call_with(in, weight_(var(l.kernel())), bias));
-    if (is_training()) ++fold_->training_calls;
-    const var s = ops::fold_scale(*fold_);
-    const var folded = ops::scale_channels(var(l.kernel()), s, this->path());
-    const var unfolded = ops::divide_channels(weight_(folded), s, this->path());
-    return this->finish(l.call_with(in, unfolded, bias));
-  }
+  var call(const var& x);
 
   site_quantizers& input_quantizer() noexcept { return input_; }
   const site_quantizers& input_quantizer() const noexcept { return input_; }
@@ -91,13 +80,7 @@ class weight_quantized : public qdq_wrapper<weight_quantized<Layer>, Layer> {
   }
 
  private:
-  void configure_sites(const wrapper_settings& s) {
-    input_.configure(s.input, s.quantize_input && quantizable_input_v<Layer>);
-    quantizer_config w = s.weight;
-    if (w.per_channel) w.channel_axis = s.weight_channel_axis.value_or(kernel_channel_axis_v<Layer>);
-    weight_.configure(w);
-    weight_.enable(s.quantize_weight);
-  }
+  void configure_sites(const wrapper_settings& s);
   template <class F>
   void for_each_site_list(F&& f) {
     f(input_);
@@ -108,5 +91,36 @@ class weight_quantized : public qdq_wrapper<weight_quantized<Layer>, Layer> {
   fake_quantizer weight_;
   std::shared_ptr<batch_norm_fold> fold_;
 };
+
+// Out of the class body (not implicitly inline), so that the registry's explicit
+// instantiations (transform/compiled_twins.hpp) keep them out of a program's translation units.
+
+template <class Layer>
+weight_quantized<Layer>::weight_quantized(Layer layer) : base(std::move(layer)) {
+  this->set_path(this->layer_.path());
+}
+
+template <class Layer>
+var weight_quantized<Layer>::call(const var& x) {
+  Layer& l = this->layer_;
+  l.ensure_built(x);
+  const var in = input_(x);
+  const var bias = l.bias() ? var(l.bias()) : var();
+  if (!fold_) return this->finish(l.call_with(in, weight_(var(l.kernel())), bias));
+  if (is_training()) ++fold_->training_calls;
+  const var s = ops::fold_scale(*fold_);
+  const var folded = ops::scale_channels(var(l.kernel()), s, this->path());
+  const var unfolded = ops::divide_channels(weight_(folded), s, this->path());
+  return this->finish(l.call_with(in, unfolded, bias));
+}
+
+template <class Layer>
+void weight_quantized<Layer>::configure_sites(const wrapper_settings& s) {
+  input_.configure(s.input, s.quantize_input && quantizable_input_v<Layer>);
+  quantizer_config w = s.weight;
+  if (w.per_channel) w.channel_axis = s.weight_channel_axis.value_or(kernel_channel_axis_v<Layer>);
+  weight_.configure(w);
+  weight_.enable(s.quantize_weight);
+}
 
 }  // namespace xq

@@ -86,22 +86,20 @@ class wrapped_layer {
         &self(), path(), &Self::layer_type, role,
         [](const void* s, const var& in) { return const_cast<Self*>(static_cast<const Self*>(s))->call(in); }, x);
   }
-  var operator()(const std::vector<var>& inputs) { return operator()<std::vector<var>>(inputs); }
+  /// (A template, so that the registry's explicit instantiations of one-input twins skip it.)
+  template <class S = Self>
+  var operator()(const std::vector<var>& inputs) {
+    S& s = self();
+    return detail::run_leaf_call(&s, path(), &Self::layer_type, role, [&] { return s.call(inputs); }, inputs);
+  }
 
   const std::string& name() const noexcept { return layer_.name(); }
   /// Renames the layer (chainable), its parameters and quantizers too.
-  Self& name(std::string n) {
-    layer_.name(std::move(n));
-    set_path(layer_.path());
-    return self();
-  }
+  Self& name(std::string n);
   const std::string& path() const noexcept { return layer_.path(); }
   /// Sets the path: the float layer's (renaming its parameters) and the quantizers'
   /// ("block/conv/input_quantizer").
-  void set_path(std::string p) {
-    layer_.set_path(p);
-    detail::set_child_paths(as_layer_ref(self()), p);
-  }
+  void set_path(std::string p);
 
   /// The float layer's parameters (a quantizer lists its own: it is a child).
   std::vector<parameter_ptr> parameters() const { return layer_.parameters(); }
@@ -180,6 +178,22 @@ class wrapped_layer {
 
   detail::weight_constraints constraints_;
 };
+
+// Out of the class body (not implicitly inline), so that the registry's explicit
+// instantiations (transform/compiled_twins.hpp) keep them out of a program's translation units.
+
+template <class Self, class Layer>
+Self& wrapped_layer<Self, Layer>::name(std::string n) {
+  layer_.name(std::move(n));
+  set_path(layer_.path());
+  return self();
+}
+
+template <class Self, class Layer>
+void wrapped_layer<Self, Layer>::set_path(std::string p) {
+  layer_.set_path(p);
+  detail::set_child_paths(as_layer_ref(self()), p);
+}
 
 }  // namespace xq
 

@@ -16,5 +16,6 @@
 #include "shape_check.ipp"
 #include "tape.ipp"
 #include "tensor.ipp"
+#include "type_name.ipp"
 #include "var.ipp"
 #include "variable_state.ipp"

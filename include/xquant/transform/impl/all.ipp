@@ -7,3 +7,4 @@
 #include "quantization_spec.ipp"
 #include "quantize_model.ipp"
 #include "registry.ipp"
+#include "compiled_twins.ipp"
