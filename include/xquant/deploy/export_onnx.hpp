@@ -9,7 +9,9 @@
 ///  - inputs of conv / depthwise / dense (and of any layer whose input QDQ is on): Q → DQ,
 ///    per tensor, int8 (or uint8 with a zero point for tfmot's asymmetric grids); a grid
 ///    narrower than its type (narrow range, < 8 bits) adds a Clip after Q, as Brevitas does,
-///    because Q saturates to the whole type;
+///    because Q saturates to the whole type. A grid of 9 to 16 bits is int16/uint16, which
+///    QuantizeLinear has from opset 21 (chosen then by default), and its narrowing Clip is on
+///    the float before Q (onnxruntime has no int16 Clip; same integers);
 ///  - kernels, by `weight_layout`: `int8_weights` (the default) stores the integers the
 ///    simulation used (its kernel quantizer's, on the folded kernel when a batch norm is
 ///    folded) and a DequantizeLinear with the per-channel scales, so no runtime re-rounds a
@@ -52,8 +54,10 @@ enum class onnx_weight_layout {
 
 struct export_options {
   onnx_weight_layout weight_layout = onnx_weight_layout::int8_weights;
-  /// 13 (per-axis QDQ) by default; 21 stores kernels of <= 4 bits as int4.
-  std::int64_t opset = 13;
+  /// 0 (the default): 13 (per-axis QDQ), or 21 when an activation grid is wider than 8 bits
+  /// (int16/uint16 QuantizeLinear). Or a fixed opset: 13, or 19 and later; from 21, kernels
+  /// of <= 4 bits are stored as int4.
+  std::int64_t opset = 0;
   /// Also output every quantized activation (the Q node's integers, after any Clip), named
   /// "q:<layer path> input": onnxruntime's integers can then be compared with the integer
   /// engine's and the simulation's layer by layer. Spatial ones are NCHW.

@@ -112,6 +112,10 @@ struct tensor_data {
                                   const std::vector<std::int8_t>& values);
   XQ_DECL static tensor_data uint8(std::string name, std::vector<std::int64_t> dims,
                                    const std::vector<std::uint8_t>& values);
+  XQ_DECL static tensor_data int16(std::string name, std::vector<std::int64_t> dims,
+                                   const std::vector<std::int16_t>& values);
+  XQ_DECL static tensor_data uint16(std::string name, std::vector<std::int64_t> dims,
+                                    const std::vector<std::uint16_t>& values);
   XQ_DECL static tensor_data int32(std::string name, std::vector<std::int64_t> dims,
                                    const std::vector<std::int32_t>& values);
   XQ_DECL static tensor_data int64(std::string name, std::vector<std::int64_t> dims,

@@ -32,11 +32,17 @@ struct onnx_value {
 
 inline std::vector<std::int64_t> dims64(const tensor::shape_type& s) { return std::vector<std::int64_t>(s.begin(), s.end()); }
 
+/// Thrown by an export at opset 13 that meets a 16-bit activation grid when the caller left
+/// the opset to the exporter (export_options::opset 0): the export restarts at opset 21.
+struct needs_opset_21 {};
+
 class exporter : trace_walk {
  public:
-  exporter(const graph_trace& g, const layer_table& t, const export_options& o) : trace_walk(g, t), o_(o) {
+  /// `o.opset` is the one to write (13, or 19 and later); `automatic`: the caller's was 0.
+  exporter(const graph_trace& g, const layer_table& t, const export_options& o, bool automatic)
+      : trace_walk(g, t), o_(o), automatic_opset_(automatic) {
     if (o.opset != 13 && o.opset < 19)
-      throw argument_error("export_onnx", "opset 13, or 19 and later", xq::detail::concat(o.opset));
+      throw argument_error("export_onnx", "opset 0 (automatic), 13, or 19 and later", xq::detail::concat(o.opset));
     for (const auto& kv : t)  // layers per kernel parameter: more than one is a tied weight
       if (kv.second.kernel_id) ++kernel_users_[kv.second.kernel_id];
   }
@@ -117,10 +123,31 @@ class exporter : trace_walk {
 
   // --- quantizers ------------------------------------------------------------------
 
-  static ox::data_type storage(const quantization_grid& g, const std::string& where) {
+  /// The integer type of an activation grid's QuantizeLinear: 8 bits where they hold it,
+  /// else 16 (QuantizeLinear's int16/uint16 are opset 21).
+  ox::data_type storage(const quantization_grid& g, const std::string& where) const {
     if (g.fits_int8()) return ox::data_type::int8;
     if (g.fits_uint8()) return ox::data_type::uint8;
-    throw argument_error(where, "an activation grid of int8 or uint8 integers for ONNX QuantizeLinear", describe(g));
+    const bool int16 = g.qmin >= -32768 && g.qmax <= 32767, uint16 = g.qmin >= 0 && g.qmax <= 65535;
+    if (!int16 && !uint16)
+      throw argument_error(where, "an activation grid of 8- or 16-bit integers for ONNX QuantizeLinear", describe(g));
+    if (o_.opset >= 21) return int16 ? ox::data_type::int16 : ox::data_type::uint16;
+    if (automatic_opset_) throw needs_opset_21{};
+    throw argument_error(where,
+                         xq::detail::concat("an activation grid of 8-bit integers at opset ", o_.opset,
+                                            " (16-bit QuantizeLinear needs opset 21; export_options::opset 0 "
+                                            "chooses it)"),
+                         describe(g));
+  }
+
+  /// A scalar initializer of integer type `t` (a zero point, a Clip bound).
+  static ox::tensor_data integer_scalar(const std::string& name, ox::data_type t, std::int32_t v) {
+    switch (t) {
+      case ox::data_type::int8: return ox::tensor_data::int8_scalar(name, std::int8_t(v));
+      case ox::data_type::uint8: return ox::tensor_data::uint8_scalar(name, std::uint8_t(v));
+      case ox::data_type::int16: return ox::tensor_data::int16(name, {}, {std::int16_t(v)});
+      default: return ox::tensor_data::uint16(name, {}, {std::uint16_t(v)});
+    }
   }
 
   void note_quantizer(const fake_quantizer& q, const quantization_grid& g) {
@@ -155,22 +182,33 @@ class exporter : trace_walk {
     if (cached == activation_params_.end()) {
       const ox::data_type t = storage(g, q.path());
       const std::string scale = add_initializer(ox::tensor_data::float32_scalar(q.path() + "/scale", g.scale[0]));
-      const std::string zp =
-          add_initializer(t == ox::data_type::int8
-                              ? ox::tensor_data::int8_scalar(q.path() + "/zero_point", std::int8_t(g.zero_point[0]))
-                              : ox::tensor_data::uint8_scalar(q.path() + "/zero_point", std::uint8_t(g.zero_point[0])));
-      std::string lo, hi;
-      const bool clip = t == ox::data_type::int8 ? (g.qmin > -128 || g.qmax < 127) : (g.qmin > 0 || g.qmax < 255);
-      if (clip) {
-        lo = add_initializer(t == ox::data_type::int8 ? ox::tensor_data::int8_scalar(q.path() + "/qmin", std::int8_t(g.qmin))
-                                                      : ox::tensor_data::uint8_scalar(q.path() + "/qmin", std::uint8_t(g.qmin)));
-        hi = add_initializer(t == ox::data_type::int8 ? ox::tensor_data::int8_scalar(q.path() + "/qmax", std::int8_t(g.qmax))
-                                                      : ox::tensor_data::uint8_scalar(q.path() + "/qmax", std::uint8_t(g.qmax)));
+      const std::string zp = add_initializer(integer_scalar(q.path() + "/zero_point", t, g.zero_point[0]));
+      // The type's own range: QuantizeLinear saturates to it, a narrower grid needs a Clip.
+      const std::int32_t type_min = t == ox::data_type::int8 ? -128 : t == ox::data_type::int16 ? -32768 : 0;
+      const std::int32_t type_max = t == ox::data_type::int8    ? 127
+                                    : t == ox::data_type::uint8 ? 255
+                                    : t == ox::data_type::int16 ? 32767
+                                                                : 65535;
+      // 8 bits: Clip on the integers after Q (as Brevitas writes it). 16 bits: onnxruntime
+      // has no int16 Clip, so the float input is clipped to the grid's ends before Q, which
+      // gives the same integers (rounding is monotone and the ends are on the grid).
+      std::string lo, hi, float_lo, float_hi;
+      if (g.qmin > type_min || g.qmax < type_max) {
+        if (t == ox::data_type::int8 || t == ox::data_type::uint8) {
+          lo = add_initializer(integer_scalar(q.path() + "/qmin", t, g.qmin));
+          hi = add_initializer(integer_scalar(q.path() + "/qmax", t, g.qmax));
+        } else {
+          float_lo = add_initializer(ox::tensor_data::float32_scalar(
+              q.path() + "/min", float(g.qmin - g.zero_point[0]) * g.scale[0]));
+          float_hi = add_initializer(ox::tensor_data::float32_scalar(
+              q.path() + "/max", float(g.qmax - g.zero_point[0]) * g.scale[0]));
+        }
       }
-      cached = activation_params_.emplace(&q, std::vector<std::string>{scale, zp, lo, hi}).first;
+      cached = activation_params_.emplace(&q, std::vector<std::string>{scale, zp, lo, hi, float_lo, float_hi}).first;
     }
     const auto& p = cached->second;
-    std::string quantized = node("QuantizeLinear", {x, p[0], p[1]}, q.path() + "/q");
+    const std::string clipped = p[4].empty() ? x : node("Clip", {x, p[4], p[5]}, q.path() + "/clip_float");
+    std::string quantized = node("QuantizeLinear", {clipped, p[0], p[1]}, q.path() + "/q");
     if (!p[2].empty()) quantized = node("Clip", {quantized, p[2], p[3]}, q.path() + "/clip");
     if (o_.expose_quantized) {
       const std::string out = "q:" + label;
@@ -691,6 +729,7 @@ class exporter : trace_walk {
   }
 
   export_options o_;
+  bool automatic_opset_ = false;  ///< a 16-bit grid restarts the export at opset 21
   ox::graph g_out_;
   std::unordered_map<const variable_state*, onnx_value> values_;
   std::set<std::string> used_;
@@ -725,8 +764,16 @@ XQ_DECL onnx::model export_model(const model_access& m, const std::vector<std::s
 XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
                                  const export_options& o) {
-  exporter e(trace, table, o);
-  return e.run(input, output, sample_shape);
+  if (o.opset != 0) return exporter(trace, table, o, false).run(input, output, sample_shape);
+  // Automatic: opset 13 unless an activation grid needs 16-bit QuantizeLinear (opset 21).
+  export_options chosen = o;
+  chosen.opset = 13;
+  try {
+    return exporter(trace, table, chosen, true).run(input, output, sample_shape);
+  } catch (const needs_opset_21&) {
+    chosen.opset = 21;
+    return exporter(trace, table, chosen, false).run(input, output, sample_shape);
+  }
 }
 
 }  // namespace xq::deploy::detail

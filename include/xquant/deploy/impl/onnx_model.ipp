@@ -1021,6 +1021,14 @@ XQ_DECL tensor_data tensor_data::uint8(std::string name, std::vector<std::int64_
                                        const std::vector<std::uint8_t>& values) {
   return detail::make_tensor(std::move(name), data_type::uint8, std::move(dims), values);
 }
+XQ_DECL tensor_data tensor_data::int16(std::string name, std::vector<std::int64_t> dims,
+                                       const std::vector<std::int16_t>& values) {
+  return detail::make_tensor(std::move(name), data_type::int16, std::move(dims), values);
+}
+XQ_DECL tensor_data tensor_data::uint16(std::string name, std::vector<std::int64_t> dims,
+                                        const std::vector<std::uint16_t>& values) {
+  return detail::make_tensor(std::move(name), data_type::uint16, std::move(dims), values);
+}
 XQ_DECL tensor_data tensor_data::int32(std::string name, std::vector<std::int64_t> dims,
                                        const std::vector<std::int32_t>& values) {
   return detail::make_tensor(std::move(name), data_type::int32, std::move(dims), values);
