@@ -6,8 +6,8 @@
 #                                   compile_budget, RUN_SERIAL): the umbrella header within
 #                                   1.5x its dependencies, the README example and the
 #                                   Fashion-MNIST QAT example within 3x theirs (+ one xtensor
-#                                   expression), in CPU seconds, best of 3 (a TU over its
-#                                   budget gets up to 3 more runs: --confirm).
+#                                   expression), in CPU seconds: the median ratio of 3
+#                                   paired runs (a TU over its budget gets up to 3 more: --confirm).
 #   -DXQ_COMPILE_BUDGET_ARGS=...    extra arguments of the script, a ;-list
 #                                   (--report-only;--repeat;5). `XQ_COMPILE_BUDGET_REPORT_ONLY=1
 #                                   ctest -L compile_budget` reports without failing too.

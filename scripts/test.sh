@@ -4,7 +4,7 @@
 # builds everything and runs every CTest test, the packaging tests (labelled `packaging`)
 # and the compile budget (labelled `compile_budget`, tools/compile_budget.py) included: the
 # umbrella header, the README example and the QAT example must stay within their budgets
-# (best of 5 compiles each; tools/README.md has the figures; issue 12).
+# (5 paired compiles each, the median ratio; tools/README.md has the figures; issue 12).
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh -L packaging    # extra arguments go to ctest
