@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -176,31 +177,23 @@ int check(Model& model, const run_args& a, const xq::dataset& test, const xq::de
   xq::deploy::export_onnx(model, sample, base + ".onnx", eo);
   std::cout << a.name << ": wrote " << base << ".onnx\n";
   xq::io::save_npy(base + ".input.npy", test.inputs);
-  if (against_simulation) {
-    // No integer engine for this model: the file against the simulation's own output.
-    xq::io::save_npy(base + ".output.npy", xq::predict(model, test.inputs));
-    const std::string cmd = quoted(a.python) + " " + quoted(a.checker) + " " + quoted(base + ".onnx") +
-                            " --input input=" + quoted(base + ".input.npy") + " --expected output=" +
-                            quoted(base + ".output.npy") + " --step output=" + std::to_string(logit_step) +
-                            " --top1 --min-top1 " + std::to_string(min_top1) + " --min-share 0.9999 --paths " + paths +
-                            " --report " + quoted(base + ".report.json");
-    if (!a.skip.empty()) {
-      std::cout << a.name << ": SKIPPED the runtime check: " << a.skip << "\n";
-      return 77;
-    }
-    std::cout << cmd << "\n" << std::flush;
-    return std::system(cmd.c_str()) == 0 ? 0 : 1;
-  }
-  const auto engine = xq::deploy::lower(model, sample, lo);
-  const auto values = engine.run_all(test.inputs);
-  xq::io::save_npy(base + ".output.npy", values.at(engine.output_value).to_real());
   std::string cmd = quoted(a.python) + " " + quoted(a.checker) + " " + quoted(base + ".onnx") + " --input input=" +
                     quoted(base + ".input.npy") + " --expected output=" + quoted(base + ".output.npy") +
                     " --step output=" + std::to_string(logit_step) + " --top1 --min-top1 " + std::to_string(min_top1) +
                     " --min-share 0.9999 --paths " + paths + " --report " + quoted(base + ".report.json");
-  if (eo.expose_quantized)
-    for (std::size_t k = 0; k < engine.parity_points.size(); ++k) {
-      const auto& p = engine.parity_points[k];
+  // The expected output: the integer engine's, or (no engine for this model) the simulation's.
+  std::unique_ptr<xq::deploy::integer_model> engine;
+  std::vector<xq::deploy::engine_tensor> values;
+  if (against_simulation) {
+    xq::io::save_npy(base + ".output.npy", xq::predict(model, test.inputs));
+  } else {
+    engine = std::make_unique<xq::deploy::integer_model>(xq::deploy::lower(model, sample, lo));
+    values = engine->run_all(test.inputs);
+    xq::io::save_npy(base + ".output.npy", values.at(engine->output_value).to_real());
+  }
+  if (engine && eo.expose_quantized)
+    for (std::size_t k = 0; k < engine->parity_points.size(); ++k) {
+      const auto& p = engine->parity_points[k];
       if (p.binary) continue;
       const std::string file = base + ".q" + std::to_string(k) + ".npy";
       const auto q = values.at(p.value).integers();
