@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include <xquant/numerics.hpp>
 #include <xquant/xquant.hpp>
 
 int main() {

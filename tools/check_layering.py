@@ -53,7 +53,7 @@ ROOMS = {
     "deploy": 9,
 }
 # Headers at the root of include/xquant: the room they belong to.
-ROOT_FILES = {"config.hpp": "core"}
+ROOT_FILES = {"config.hpp": "core", "numerics.hpp": "numerics", "io.hpp": "io"}
 UMBRELLA = "xquant.hpp"
 # The library of separate-compilation mode: includes every header and every .ipp.
 LIBRARY = "src.hpp"

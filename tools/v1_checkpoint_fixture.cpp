@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include <xquant/io.hpp>
 #include <xquant/xquant.hpp>
 
 template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Act = xq::relu>

@@ -1,10 +1,14 @@
 #pragma once
 /// \file xquant.hpp
-/// Umbrella header: everything xquant offers on the host but checkpoints (include
-/// <xquant/io/checkpoint.hpp> where you save or load: in header-only mode it brings in
-/// nlohmann::json). Each part also has its own headers, which compile alone. Header-only by
-/// default; XQ_SEPARATE_COMPILATION + <xquant/src.hpp> compiles the library's non-template
-/// code once (config.hpp).
+/// Umbrella header: building, quantizing, summarizing and training models on the host.
+/// Opt-in, each with its own umbrella: files (<xquant/io.hpp>: datasets, .npy, weight
+/// import, checkpoints; in header-only mode checkpoints bring in nlohmann::json), the peers'
+/// fake-quant operators called directly on tensors (<xquant/numerics.hpp>; models use them
+/// through fake_quantizer) and deployment (deploy/). Kept out so that what nearly every
+/// program includes stays within its compile budget (tools/compile_budget.py). Each part
+/// also has its own headers, which compile alone. Header-only by default;
+/// XQ_SEPARATE_COMPILATION + <xquant/src.hpp> compiles the library's non-template code once
+/// (config.hpp).
 ///
 /// Rooms, in the order they may include each other (a room includes only rooms above it):
 ///  - core/          xq::var and the tape, parameters, the layer contract (layer.hpp,
@@ -34,10 +38,6 @@
 #include "core/random.hpp"
 #include "core/tape.hpp"
 #include "core/var.hpp"
-#include "io/fashion_mnist.hpp"
-#include "io/idx.hpp"
-#include "io/npy.hpp"
-#include "io/weight_import.hpp"
 #include "kernels/policy.hpp"
 #include "layers/activation.hpp"
 #include "layers/add.hpp"
@@ -59,12 +59,6 @@
 #include "layers/tied_dense.hpp"
 #include "layers/tied_projection.hpp"
 #include "layers/weight_clip.hpp"
-#include "numerics/tf_fake_quant.hpp"
-#include "numerics/tf_quantize_and_dequantize.hpp"
-#include "numerics/tfmot_quantizers.hpp"
-#include "numerics/torch_fake_quant.hpp"
-#include "numerics/torch_learnable_fake_quant.hpp"
-#include "numerics/torch_observers.hpp"
 #include "quantizers/approx_sign.hpp"
 #include "quantizers/dorefa.hpp"
 #include "quantizers/fake_quantizer.hpp"

@@ -4,6 +4,7 @@
 
 #include <type_traits>
 
+#include <xquant/numerics.hpp>  // tests compare with the peers' operators
 #include <xquant/xquant.hpp>
 
 #include "../gradient_check.hpp"
