@@ -545,6 +545,12 @@ TEST_CASE("checkpoint: truncated, corrupted and foreign files are io_errors that
     data.resize(data.size() - 4);
     CHECK_THAT(rejected(wrapped(short_data)),
                Contains("malformed checkpoint: parameters[0].value.data: expected 112 bytes (float32 of shape (7, 4)), given 108"));
+    // A zero dimension with two huge ones: no data, but strides that overflow; refused.
+    auto zero_size = p;
+    zero_size["parameters"][0]["value"]["shape"] = {0, std::uint64_t(1) << 32, std::uint64_t(1) << 32};
+    zero_size["parameters"][0]["value"]["data"] = nlohmann::ordered_json::binary({});
+    CHECK_THAT(rejected(wrapped(zero_size)),
+               Contains("parameters[0].value.shape") && Contains("a shape with too many elements"));
     auto no_quantizers = p;
     no_quantizers.erase("quantizers");
     CHECK_THAT(rejected(wrapped(no_quantizers)), Contains("the payload: no \"quantizers\" entry"));

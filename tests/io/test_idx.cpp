@@ -303,6 +303,12 @@ TEST_CASE("idx: truncated files, trailing bytes and corrupt gzip streams are rej
              Contains("truncated: expected 10000000000 bytes of data") && Contains("more than a gzip file of"));
   write_bytes(p, make_idx(0x08, {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, "x"));
   CHECK_THAT(io_error_message([&] { xq::io::read_idx(p); }), Contains("too large to address"));
+  // A zero dimension holds no element, but the others still size xtensor's strides: a shape
+  // (0, 2^32 - 1, 2^32 - 1) in a 16-byte file is refused, not made (their product overflows).
+  write_bytes(p, make_idx(0x08, {0, 0xFFFFFFFF, 0xFFFFFFFF}, ""));
+  CHECK_THAT(io_error_message([&] { xq::io::read_idx(p); }), Contains("too large to address"));
+  write_bytes(p, make_idx(0x08, {0, 3, 5}, ""));  // an empty tensor of an ordinary shape loads
+  CHECK(xq::io::read_idx(p).shape == std::vector<std::size_t>{0, 3, 5});
 }
 
 TEST_CASE("fashion_mnist: loads a split from a directory, checks names, counts and labels", "[io][idx][fashion_mnist]") {

@@ -284,6 +284,9 @@ TEST_CASE("npy: a bad header is rejected with what was wrong", "[io][npy]") {
              Contains("duplicate key 'descr'"));
   CHECK_THAT(message_for("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999, 99999999999), }"),
              Contains("too large"));
+  // A zero dimension makes the count 0 but not the strides of the other two (2^32 each).
+  CHECK_THAT(message_for("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }"),
+             Contains("too large"));
   // A header that says more data than the file has.
   CHECK_THAT(message_for("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"),
              Contains("truncated: expected 12 bytes of data for shape (3,) '<f4', got 8"));

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include "../addressable_shape.hpp"
 #include "../checkpoint_format.hpp"
 
 namespace xq {
@@ -399,6 +400,7 @@ class payload_reader {
       n *= d;
       dims.push_back(static_cast<std::size_t>(d));
     }
+    if (!io::detail::addressable_shape(dims)) malformed(sub(where, "shape"), "a shape with too many elements");
     json& data = field(j, "data", where);
     if (!data.is_binary()) malformed(sub(where, "data"), concat("expected a byte string, given ", type_of(data)));
     const auto& bytes = data.get_binary();

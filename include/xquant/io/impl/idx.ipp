@@ -18,6 +18,7 @@
 
 #include <zlib.h>
 
+#include "../addressable_shape.hpp"
 #include "../idx.hpp"
 
 namespace xq::io {
@@ -300,7 +301,7 @@ XQ_DECL idx_array read_idx(const std::string& path) {
   }
   const std::size_t elem = idx_type_size(out.type);
   const std::string shape_text = concat(detail::idx_shape_string(out.shape), " ", idx_type_name(out.type));
-  if (overflow || count > limit / elem)
+  if (overflow || count > limit / elem || !detail::addressable_shape(out.shape))
     throw io_error(path, concat("corrupt header: shape ", shape_text, " is too large to address"));
   const std::uint64_t nbytes = count * elem;
   const std::uint64_t header_bytes = 4 + 4 * std::uint64_t(rank);

@@ -18,6 +18,7 @@
 
 #include <xtensor/xmanipulation.hpp>
 
+#include "../addressable_shape.hpp"
 #include "../atomic_file.hpp"
 #include "../npy.hpp"
 
@@ -318,6 +319,8 @@ XQ_DECL tensor load_npy(const std::string& path) {
   const detail::npy_header h = detail::npy_header_parser(path, text).parse();
   const detail::npy_dtype t = detail::npy_parse_descr(path, h.descr);
 
+  if (!detail::addressable_shape(h.shape))
+    throw io_error(path, concat("bad .npy header: shape ", detail::npy_shape_string(h.shape), " is too large"));
   std::uint64_t count = 1;
   const std::uint64_t limit = std::numeric_limits<std::size_t>::max() / 8;
   for (std::size_t d : h.shape) {
