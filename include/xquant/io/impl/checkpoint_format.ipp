@@ -389,18 +389,16 @@ class payload_reader {
     json& shape = field(j, "shape", where);
     if (!shape.is_array()) malformed(sub(where, "shape"), concat("expected an array of sizes, given ", type_of(shape)));
     std::vector<std::size_t> dims;
-    std::uint64_t n = 1;
     for (std::size_t i = 0; i < shape.size(); ++i) {
       if (!shape[i].is_number_unsigned())
         malformed(at(sub(where, "shape"), i), concat("expected an unsigned integer, given ", type_of(shape[i])));
       const std::uint64_t d = shape[i].get<std::uint64_t>();
-      if (d != 0 && n > (std::numeric_limits<std::uint64_t>::max() / 8) / d)
-        malformed(sub(where, "shape"), "a shape with too many elements");
       if (d > std::numeric_limits<std::size_t>::max()) malformed(sub(where, "shape"), "a dimension too large");
-      n *= d;
       dims.push_back(static_cast<std::size_t>(d));
     }
-    if (!io::detail::addressable_shape(dims)) malformed(sub(where, "shape"), "a shape with too many elements");
+    const std::optional<std::uint64_t> elements = io::detail::addressable_element_count(dims);
+    if (!elements) malformed(sub(where, "shape"), "a shape with too many elements");
+    const std::uint64_t n = *elements;
     json& data = field(j, "data", where);
     if (!data.is_binary()) malformed(sub(where, "data"), concat("expected a byte string, given ", type_of(data)));
     const auto& bytes = data.get_binary();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -286,24 +287,15 @@ XQ_DECL idx_array read_idx(const std::string& path) {
   if (got < dims.size())
     throw io_error(path, concat("truncated: the header announces ", rank, " dimensions (",
                                 dims.size(), " bytes), got ", got, " bytes of them", what));
-  // Number of data bytes, computed without overflow.
-  const std::uint64_t limit = std::min<std::uint64_t>(std::numeric_limits<std::size_t>::max(),
-                                                      std::numeric_limits<std::uint64_t>::max());
-  std::uint64_t count = 1;
-  bool overflow = false;
   out.shape.resize(rank);
-  for (std::size_t i = 0; i < rank; ++i) {
-    const std::uint64_t d = (std::uint64_t(dims[4 * i]) << 24) | (std::uint64_t(dims[4 * i + 1]) << 16) |
-                            (std::uint64_t(dims[4 * i + 2]) << 8) | std::uint64_t(dims[4 * i + 3]);
-    out.shape[i] = static_cast<std::size_t>(d);
-    if (d != 0 && count > limit / d) overflow = true;
-    else count *= d;
-  }
+  for (std::size_t i = 0; i < rank; ++i)
+    out.shape[i] = static_cast<std::size_t>((std::uint64_t(dims[4 * i]) << 24) | (std::uint64_t(dims[4 * i + 1]) << 16) |
+                                            (std::uint64_t(dims[4 * i + 2]) << 8) | std::uint64_t(dims[4 * i + 3]));
   const std::size_t elem = idx_type_size(out.type);
   const std::string shape_text = concat(detail::idx_shape_string(out.shape), " ", idx_type_name(out.type));
-  if (overflow || count > limit / elem || !detail::addressable_shape(out.shape))
-    throw io_error(path, concat("corrupt header: shape ", shape_text, " is too large to address"));
-  const std::uint64_t nbytes = count * elem;
+  const std::optional<std::uint64_t> elements = detail::addressable_element_count(out.shape);
+  if (!elements) throw io_error(path, concat("corrupt header: shape ", shape_text, " is too large to address"));
+  const std::uint64_t count = *elements, nbytes = count * elem;  // no overflow: elem <= 8
   const std::uint64_t header_bytes = 4 + 4 * std::uint64_t(rank);
 
   // Check the size before allocating, so that a corrupt header cannot ask for terabytes.

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -319,15 +320,10 @@ XQ_DECL tensor load_npy(const std::string& path) {
   const detail::npy_header h = detail::npy_header_parser(path, text).parse();
   const detail::npy_dtype t = detail::npy_parse_descr(path, h.descr);
 
-  if (!detail::addressable_shape(h.shape))
+  const std::optional<std::uint64_t> elements = detail::addressable_element_count(h.shape);
+  if (!elements)
     throw io_error(path, concat("bad .npy header: shape ", detail::npy_shape_string(h.shape), " is too large"));
-  std::uint64_t count = 1;
-  const std::uint64_t limit = std::numeric_limits<std::size_t>::max() / 8;
-  for (std::size_t d : h.shape) {
-    if (d != 0 && count > limit / d)
-      throw io_error(path, concat("bad .npy header: shape ", detail::npy_shape_string(h.shape), " is too large"));
-    count *= d;
-  }
+  const std::uint64_t count = *elements;
   const std::uint64_t nbytes = count * t.size;
   const std::string what = concat("shape ", detail::npy_shape_string(h.shape), " '", h.descr, "'");
   if (file_size - data_offset < nbytes)
