@@ -8,10 +8,13 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include <xquant/numerics/torch_cpu_kernels.hpp>
 #include <xquant/numerics/torch_learnable_fake_quant.hpp>
 
 #include "../golden.hpp"
+#include "../index_hash.hpp"
 
 using xq::tensor;
 namespace torch = xq::torch;
@@ -296,8 +299,6 @@ TEST_CASE("torch learnable fake quant: golden vectors from PyTorch", "[torch][ls
     const tensor x = golden::tensor(t.at("x")), dy = golden::tensor(t.at("dy"));
     const std::int64_t qmin = a.at("quant_min"), qmax = a.at("quant_max");
     const float gf = golden::scalar(t.at("grad_factor"));
-    const float mag = golden::abs_sum(golden::tensor(t.at("dscale_elem"))) +
-                      golden::abs_sum(golden::tensor(t.at("dzero_point_elem")));
     tensor dscale, dzp;
     if (op == "torch.fake_quantize_learnable_per_tensor_affine") {
       const float s = golden::scalar(t.at("scale")), zp = golden::scalar(t.at("zero_point"));
@@ -305,8 +306,9 @@ TEST_CASE("torch learnable fake quant: golden vectors from PyTorch", "[torch][ls
                                    golden::tensor(t.at("y"))) == "");
       const auto g = torch::fake_quantize_learnable_per_tensor_affine_backward(dy, x, s, zp, qmin, qmax, gf);
       CHECK(golden::bit_difference(g.dx, golden::tensor(t.at("dx"))) == "");
-      CHECK(golden::close_sum(g.dscale, golden::scalar(t.at("dscale")), mag));
-      CHECK(golden::close_sum(g.dzero_point, golden::scalar(t.at("dzero_point")), mag));
+      // The sums in torch's own order (torch_cpu_kernels.hpp), so bit for bit too.
+      CHECK(golden::bit_difference(xq::vector{g.dscale}, golden::tensor(t.at("dscale"))) == "");
+      CHECK(golden::bit_difference(xq::vector{g.dzero_point}, golden::tensor(t.at("dzero_point"))) == "");
       const float zpb = float(torch::detail::backward_zero_point(zp, qmin, qmax));
       lsq_terms({s, 1.0f / s, zpb, float(qmin), float(qmax), gf}, x, dy, dscale, dzp);
     } else if (op == "torch.fake_quantize_learnable_per_channel_affine") {
@@ -316,11 +318,8 @@ TEST_CASE("torch learnable fake quant: golden vectors from PyTorch", "[torch][ls
                                    golden::tensor(t.at("y"))) == "");
       const auto g = torch::fake_quantize_learnable_per_channel_affine_backward(dy, x, s, zp, axis, qmin, qmax, gf);
       CHECK(golden::bit_difference(g.dx, golden::tensor(t.at("dx"))) == "");
-      const xq::vector ws = golden::vector(t.at("dscale")), wz = golden::vector(t.at("dzero_point"));
-      for (std::size_t i = 0; i < ws.size(); ++i) {
-        CHECK(golden::close_sum(g.dscale(i), ws(i), mag));
-        CHECK(golden::close_sum(g.dzero_point(i), wz(i), mag));
-      }
+      CHECK(golden::bit_difference(g.dscale, golden::vector(t.at("dscale"))) == "");
+      CHECK(golden::bit_difference(g.dzero_point, golden::vector(t.at("dzero_point"))) == "");
       // Per element: that element's channel parameters.
       const auto layout = xq::kernels::channel_layout::of(x.shape(), axis, "test");
       const xq::vector zr = torch::detail::rounded_zero_points(zp, qmin, qmax);
@@ -347,4 +346,139 @@ TEST_CASE("torch learnable fake quant: golden vectors from PyTorch", "[torch][ls
     ++checked;
   }
   CHECK(checked > 20);
+}
+
+// tests/data/golden/torch_reductions.json (tools/gen_golden_torch_reductions.py): torch's sum
+// orders on tensors up to 10^6 elements, with 1, 2 and 4 threads; the inputs are rebuilt
+// here from their indices.
+namespace {
+
+/// The generator's inputs: float32((index_hash(i, seed) >> 8) * 2^-24) * 2 - 1, exact.
+tensor hashed(const std::vector<std::size_t>& shape, std::uint32_t seed) {
+  tensor t = xt::empty<float>(shape);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::uint32_t h = golden::index_hash(i, seed);
+    t.data()[i] = float(h >> 8) * 0x1p-24f * 2.0f - 1.0f;
+  }
+  return t;
+}
+
+/// Sets torch::cpu::reduction_threads for one scope.
+struct reduction_threads_scope {
+  int saved = torch::cpu::reduction_threads();
+  explicit reduction_threads_scope(int threads) { torch::cpu::set_reduction_threads(threads); }
+  ~reduction_threads_scope() { torch::cpu::set_reduction_threads(saved); }
+  reduction_threads_scope(const reduction_threads_scope&) = delete;
+  reduction_threads_scope& operator=(const reduction_threads_scope&) = delete;
+};
+
+std::size_t cases_of(const golden::json& data, const std::string& op) {
+  std::size_t n = 0;
+  for (const auto& c : data.at("cases")) n += c.at("op") == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("torch cpu sum: the inputs are the generator's", "[torch][sum]") {
+  // tools/gen_golden_torch_reductions.py's hashed((5,), 1) and hashed((3,), 2).
+  CHECK(golden::bit_difference(hashed({5}, 1), tensor{0.14679515f, 0.1767875f, 0.40826738f, 0.85552573f, -0.30762208f}) == "");
+  CHECK(golden::bit_difference(hashed({3}, 2), tensor{-0.5246922f, -0.8536221f, -0.6703166f}) == "");
+}
+
+TEST_CASE("torch cpu sum: torch.sum with 1, 2 and 4 threads, bit for bit", "[torch][sum][golden]") {
+  const auto data = golden::load("torch_reductions");
+  std::size_t checked = 0, threads_matter = 0;
+  for (const auto& c : data.at("cases")) {
+    if (c.at("op") != "torch.sum") continue;
+    INFO(c.at("name").get<std::string>());
+    const auto& a = c.at("attrs");
+    const tensor x = hashed(a.at("shape").get<std::vector<std::size_t>>(), a.at("seed"));
+    const int threads = a.at("threads");
+    const float want = golden::scalar(c.at("outputs").at("sum"));
+    CHECK(golden::to_bits(torch::cpu::sum(x.data(), x.size(), threads)) == golden::to_bits(want));
+    if (threads == 1) CHECK(golden::to_bits(torch::cpu::sum(x.data(), x.size())) == golden::to_bits(want));
+    threads_matter += golden::to_bits(torch::cpu::sum(x.data(), x.size())) != golden::to_bits(want);
+    ++checked;
+  }
+  CHECK(checked == cases_of(data, "torch.sum"));
+  CHECK(checked >= 27);
+  CHECK(threads_matter >= 5);  // the two-pass order is needed, not only tolerated
+  CHECK_THROWS_WITH(torch::cpu::sum(nullptr, 0, 0), Catch::Contains("threads >= 1"));
+}
+
+TEST_CASE("torch cpu sum: x.sum(every dim but axis), bit for bit", "[torch][sum][golden]") {
+  const auto data = golden::load("torch_reductions");
+  std::size_t checked = 0;
+  for (const auto& c : data.at("cases")) {
+    if (c.at("op") != "torch.sum_except_axis") continue;
+    INFO(c.at("name").get<std::string>());
+    const auto& a = c.at("attrs");
+    const tensor x = hashed(a.at("shape").get<std::vector<std::size_t>>(), a.at("seed"));
+    const auto layout = xq::kernels::channel_layout::of(x.shape(), a.at("axis").get<long>(), "test");
+    xq::vector got = xq::vector::from_shape({layout.channels});
+    torch::cpu::sum_except_axis(x.data(), layout, got.data(), a.at("threads").get<int>());
+    CHECK(golden::bit_difference(got, golden::vector(c.at("outputs").at("sum"))) == "");
+    ++checked;
+  }
+  CHECK(checked == cases_of(data, "torch.sum_except_axis"));
+  CHECK(checked >= 20);
+}
+
+TEST_CASE("torch learnable fake quant: d_scale and d_zero_point of large tensors in torch's order",
+          "[torch][lsq][golden]") {
+  const auto data = golden::load("torch_reductions");
+  REQUIRE(torch::cpu::reduction_threads() == 1);  // the default: torch with one thread
+  std::size_t per_tensor = 0, per_channel = 0, threads_matter = 0;
+  for (const auto& c : data.at("cases")) {
+    const std::string op = c.at("op");
+    if (!c.contains("tensors")) continue;  // the plain sums
+    const auto& a = c.at("attrs");
+    const auto& t = c.at("tensors");
+    const auto& want = c.at("outputs");
+    INFO(op << " / " << c.at("name").get<std::string>());
+    const std::int64_t qmin = a.at("quant_min"), qmax = a.at("quant_max");
+    const reduction_threads_scope threads(a.at("threads").get<int>());
+    if (op == "torch.fake_quantize_learnable_per_tensor_affine_backward") {
+      const auto shape = a.at("shape").get<std::vector<std::size_t>>();
+      const tensor x = hashed(shape, a.at("x_seed")), dy = hashed(shape, a.at("dy_seed"));
+      const float s = golden::scalar(t.at("scale")), zp = golden::scalar(t.at("zero_point"));
+      const float gf = golden::scalar(t.at("grad_factor"));
+      const auto g = torch::fake_quantize_learnable_per_tensor_affine_backward(dy, x, s, zp, qmin, qmax, gf);
+      CHECK(golden::bit_difference(xq::vector{g.dscale}, golden::tensor(want.at("dscale"))) == "");
+      CHECK(golden::bit_difference(xq::vector{g.dzero_point}, golden::tensor(want.at("dzero_point"))) == "");
+      const auto r = torch::fake_quantize_learnable_per_tensor_affine_backward<xq::scalar_policy>(dy, x, s, zp, qmin,
+                                                                                                 qmax, gf);
+      CHECK(golden::bit_difference(r.dx, g.dx) == "");
+      CHECK(golden::to_bits(r.dscale) == golden::to_bits(g.dscale));
+      if (a.at("threads").get<int>() > 1) {  // does torch's thread count show in the sums here?
+        const reduction_threads_scope one(1);
+        const auto g1 = torch::fake_quantize_learnable_per_tensor_affine_backward(dy, x, s, zp, qmin, qmax, gf);
+        threads_matter += golden::to_bits(g1.dscale) != golden::to_bits(g.dscale) ||
+                          golden::to_bits(g1.dzero_point) != golden::to_bits(g.dzero_point);
+      }
+      ++per_tensor;
+    } else if (op == "torch.fake_quantize_learnable_per_channel_affine_backward") {
+      const auto shape = a.at("shape").get<std::vector<std::size_t>>();
+      const tensor x = hashed(shape, a.at("x_seed")), dy = hashed(shape, a.at("dy_seed"));
+      const xq::vector s = golden::vector(t.at("scale")), zp = golden::vector(t.at("zero_point"));
+      const float gf = golden::scalar(t.at("grad_factor"));
+      const long axis = a.at("axis");
+      const auto g = torch::fake_quantize_learnable_per_channel_affine_backward(dy, x, s, zp, axis, qmin, qmax, gf);
+      CHECK(golden::bit_difference(g.dscale, golden::vector(want.at("dscale"))) == "");
+      CHECK(golden::bit_difference(g.dzero_point, golden::vector(want.at("dzero_point"))) == "");
+      const auto r = torch::fake_quantize_learnable_per_channel_affine_backward<xq::scalar_policy>(dy, x, s, zp, axis,
+                                                                                                  qmin, qmax, gf);
+      CHECK(golden::bit_difference(r.dx, g.dx) == "");
+      CHECK(golden::bit_difference(r.dscale, g.dscale) == "");
+      ++per_channel;
+    }
+  }
+  CHECK(per_tensor == cases_of(data, "torch.fake_quantize_learnable_per_tensor_affine_backward"));
+  CHECK(per_tensor >= 15);
+  CHECK(threads_matter >= 4);  // 40000, 100003 and 10^6 elements with 2 and 4 threads
+  CHECK(per_channel == cases_of(data, "torch.fake_quantize_learnable_per_channel_affine_backward"));
+  CHECK(per_channel >= 20);
+  CHECK(torch::cpu::reduction_threads() == 1);
+  CHECK_THROWS_WITH(torch::cpu::set_reduction_threads(0), Catch::Contains("threads >= 1"));
 }

@@ -13,7 +13,8 @@
 ///  - the Vars op divides by the scale, Args and PerChannel multiply by an
 ///    inverse computed as (qmax - qmin) / (max - min): keep that asymmetry;
 ///  - the input gradient passes where nudged_min <= x <= nudged_max
-///    (inclusive); d_min and d_max sum dy below and above the nudged range;
+///    (inclusive); d_min and d_max sum dy below and above the nudged range, in
+///    TF's order (tf_cpu_reductions.hpp: bit for bit where TF sums in one shard);
 ///  - min = max = 0 gives zeros forward and passes the gradient through;
 ///  - like every TF CPU op, it runs with denormals flushed to zero
 ///    (core/fp_environment.hpp): a denormal input counts as 0.
@@ -27,6 +28,7 @@
 #include "../kernels/policy.hpp"
 #include "../kernels/scalar.hpp"
 #include "../kernels/simd.hpp"
+#include "tf_cpu_reductions.hpp"
 #include "../core/fp_environment.hpp"
 #include "../core/tensor.hpp"
 
@@ -182,6 +184,25 @@ struct channel_ranges {
 XQ_DECL kernels::channel_layout last_axis_layout(const tensor& x, const vector& min, const vector& max,
                                                  const char* where);
 
+/// The elementwise terms of d_min and d_max (dy below / above the nudged range) of the
+/// elements first, first + stride, ... of x: TF sums them in its own order (tf_cpu_reductions.hpp).
+struct range_gradient_terms {
+  std::vector<float> below, above;
+
+  template <class K>
+  range_gradient_terms(const K& k, const tensor& x, const tensor& dy, std::size_t first = 0, std::size_t stride = 1)
+      : below(x.size() > first ? (x.size() - first + stride - 1) / stride : 0), above(below.size()) {
+    const float* xs = x.data() + first;
+    const float* g = dy.data() + first;
+    for (std::size_t i = 0; i < below.size(); ++i) {
+      float t[2];
+      k.param_grad_terms(xs[i * stride], g[i * stride], t);
+      below[i] = t[0];
+      above[i] = t[1];
+    }
+  }
+};
+
 }  // namespace detail
 
 /// Gradients of a per-tensor FakeQuant.
@@ -305,10 +326,10 @@ fake_quant_gradients fake_quant_with_min_max_vars_gradient(const tensor& dy, con
   fake_quant_gradients r{xt::empty<float>(x.shape()), 0.0f, 0.0f};
   // The kernel's pass_all case covers min = max = 0 (dx = dy exactly).
   const auto k = detail::make_kernel<revision::current, step_form::product>(min, max, g, where);
-  float sums[2];
-  kernels::backward_with_sums(Policy{}, k, x.data(), dy.data(), r.dx.data(), sums, x.size());
-  r.dmin = sums[0];
-  r.dmax = sums[1];
+  kernels::backward(Policy{}, k, x.data(), dy.data(), r.dx.data(), x.size());
+  const detail::range_gradient_terms terms(k, x, dy);
+  r.dmin = cpu::sum(terms.below.data(), x.size());
+  r.dmax = cpu::sum(terms.above.data(), x.size());
   return r;
 }
 
@@ -366,12 +387,13 @@ fake_quant_channel_gradients fake_quant_with_min_max_vars_per_channel_gradient(
   const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
   fake_quant_channel_gradients r{xt::empty<float>(x.shape()), vector::from_shape({layout.channels}),
                                  vector::from_shape({layout.channels})};
-  std::vector<float> sums(2 * layout.channels);
-  kernels::backward_channels_with_sums(Policy{}, ranges.table(), layout, x.data(), dy.data(),
-                                       r.dx.data(), sums.data());
-  for (std::size_t c = 0; c < layout.channels; ++c) {
-    r.dmin(c) = sums[c];
-    r.dmax(c) = sums[layout.channels + c];
+  kernels::backward_channels(Policy{}, ranges.table(), layout, x.data(), dy.data(), r.dx.data());
+  const std::size_t C = layout.channels;
+  for (std::size_t c = 0; c < C; ++c) {
+    // TF sums each channel as a full reduction of its column (a chip of the [N, C] view).
+    const detail::range_gradient_terms terms(ranges.table().template at<float>(c), x, dy, c, C);
+    r.dmin(c) = cpu::sum(terms.below.data(), layout.outer);
+    r.dmax(c) = cpu::sum(terms.above.data(), layout.outer);
   }
   return r;
 }

@@ -17,6 +17,27 @@
 ///    `int64((x - lo) * bins / (hi - lo))` in float, with no correction against the edges.
 ///  - `sum`: cpu/SumKernel.cpp `cascade_sum` of a contiguous float vector: 8-lane vectors
 ///    summed four at a time in a four-level cascade, the scalar tail first, then the lanes.
+///    `sum(x, n)` is torch's result with one thread, and with any thread count when
+///    n < 32768 (at::internal::GRAIN_SIZE). `sum(x, n, threads)` adds TensorIteratorReduce.cpp
+///    `two_pass_reduction`, what torch does with `torch.set_num_threads(threads)` and
+///    n >= 32768: invoke_parallel (ParallelOpenMP.h) runs t = min(threads, ceil(n / 32768))
+///    threads, thread i sums [i * c, (i + 1) * c), c = ceil(n / t), into buffer[i], and the
+///    `threads` entries of the buffer (zeros past t) are summed the same way.
+///  - `sum_except_axis`: `x.sum(every dim but axis)` of a contiguous tensor, per channel.
+///    TensorIterator moves the reduced dims first and coalesces them, so on the layout
+///    (outer, channels, inner): with inner > 1, each channel is 0 + the cascade sums of its
+///    `outer` rows of `inner` floats, added in order (vectorized_inner_sum / scalar_inner_sum);
+///    with inner == 1 (channel last) the columns of an (outer, channels) matrix,
+///    vectorized_outer_sum for 8 channels or more (groups of 32 channels, then of 8, then
+///    single ones), scalar_outer_sum below (groups of 4, then single ones); one channel is
+///    the full sum. The thread count matters only for one channel: parallel_dim_reduction
+///    splits the channels, and round_columns keeps each split on a multiple of 32 channels,
+///    so every thread's groups are the serial ones.
+///
+/// Measured with tools/probe_torch_reduction_order.py (torch 2.15, AVX2, 1, 2 and 4
+/// threads): `sum(x, n, threads)` reproduced 120 of 120 full sums (n from 1 to 1,000,003;
+/// one-thread cascade alone: 86), and `sum_except_axis` 12,648 of 12,648 channel sums on
+/// 24 shapes and axes (0, 1, middle and last; a double sum rounded once: 4,005).
 ///  - `cumsum`: cpu/ReduceOpsKernel.cpp `cumsum_cpu_kernel`, accumulated in double.
 ///
 /// `ATEN_CPU_CAPABILITY=avx512` gives the same bits: torch 2.15 has no AVX-512 build of
@@ -31,6 +52,7 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
+#include "../kernels/channel_layout.hpp"
 
 namespace xq::torch::cpu {
 
@@ -46,8 +68,31 @@ XQ_DECL std::vector<float> arange(double start, double end, double step);
 /// data's own min and max, then widens by one on each side if they are equal too.
 XQ_DECL std::vector<float> histc(const float* x, std::size_t n, std::int64_t bins, double min, double max);
 
-/// `torch.sum` of n contiguous floats.
+/// `torch.sum` of n contiguous floats, as torch computes it on one thread (or on any number
+/// when n < 32768).
 XQ_DECL float sum(const float* x, std::size_t n);
+
+/// `torch.sum` of n contiguous floats after `torch.set_num_threads(threads)` (threads >= 1,
+/// argument_error otherwise). xquant still adds on the calling thread: only the order is
+/// torch's.
+XQ_DECL float sum(const float* x, std::size_t n, int threads);
+
+/// `x.sum(dims)` over every dim of x but its channel axis, x contiguous with the channel
+/// `layout` (kernels::channel_layout::of(shape, axis)): out[c] for each of layout.channels.
+/// `threads` as for sum; it matters only when there is a single channel.
+XQ_DECL void sum_except_axis(const float* x, const kernels::channel_layout& layout, float* out, int threads = 1);
+
+/// The thread count of the torch run whose reductions xquant reproduces where an operator
+/// sums a whole tensor (the LSQ backward's d_scale and d_zero_point,
+/// torch_learnable_fake_quant.hpp): what `torch.get_num_threads()` said there. The default,
+/// 1, matches torch with one thread (tools/gen_golden.py) and with any thread count for
+/// tensors under 32768 elements; torch's own default is the number of physical cores, so
+/// reproduce a default torch run on a larger tensor by setting that number. Process-wide,
+/// safe to read and set from any thread; xquant computes on the calling thread whatever it is.
+XQ_DECL int reduction_threads() noexcept;
+
+/// Sets reduction_threads() (argument_error unless threads >= 1).
+XQ_DECL void set_reduction_threads(int threads);
 
 /// `torch.cumsum` of n contiguous floats.
 XQ_DECL std::vector<float> cumsum(const float* x, std::size_t n);

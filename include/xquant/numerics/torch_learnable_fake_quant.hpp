@@ -12,8 +12,24 @@
 ///  - per channel, both directions round half to even;
 ///  - the backward recomputes nearbyint(zp + x * inv) as a whole (not
 ///    zp + nearbyint(x * inv) as the forward does) and casts it to int64.
-/// The elementwise gradients match PyTorch bit for bit; d_scale and
-/// d_zero_point are sums (lane_sums.hpp order) and match to rounding.
+/// Every output matches PyTorch 2.15 (CPU, AVX2 build) bit for bit: dx and the
+/// per-element terms with any policy, and the sums d_scale and d_zero_point too. As
+/// ATen does, the backward writes each element's terms (dScale_vec, dZeroPoint_vec) and
+/// sums them in the order of torch's CPU `sum` (torch_cpu_kernels.hpp): per tensor
+/// `dScale_vec.sum()`, per channel `dScale_vec.sum(every dim but axis)`. A sum over 32768
+/// elements or more into a single output (per tensor, or one channel) depends on torch's
+/// thread count: xquant takes it from `torch::cpu::reduction_threads()`. Its default, 1,
+/// matches torch run with one thread, and with any thread count every tensor under 32768
+/// elements and every per-channel sum over more than one channel. Checked against
+/// torch by tests/numerics/test_torch_fake_quant.cpp (tests/data/golden/
+/// torch_learnable_fake_quant.json and torch_reductions.json; the orders:
+/// tools/probe_torch_reduction_order.py). These operators take host tensors: cuda_policy
+/// (device pointers) is refused at compile time; its walkers' own sums
+/// (kernels::backward_with_sums) are double totals that match these to rounding only.
+///
+/// Per channel on a 1-D tensor, torch reduces over an empty dim list, which sums every
+/// element into one scalar that autograd then rejects ("invalid gradient ... got [] but
+/// expected shape compatible with [C]"); xquant gives each channel its own (single) term.
 ///
 /// As in torch_fake_quant.hpp, and on purpose, a scale that is 0, negative or not finite
 /// throws argument_error where PyTorch computes with it.
@@ -21,8 +37,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <type_traits>
 
+#include "torch_cpu_kernels.hpp"
 #include "torch_fake_quant.hpp"
 
 namespace xq::torch {
@@ -122,6 +139,20 @@ XQ_DECL void check_learnable(float scale, float zp, std::int64_t qmin, std::int6
 /// Per-channel zero points rounded half to even and clamped (as floats).
 XQ_DECL vector rounded_zero_points(const vector& zp, std::int64_t qmin, std::int64_t qmax);
 
+/// d_scale and d_zero_point of n elements: the per-element terms summed as torch's
+/// `dScale_vec.sum()` with cpu::reduction_threads() threads.
+XQ_DECL void learnable_param_grads(const learnable_fake_quantize_kernel<float>& k, const float* x,
+                                   const float* dy, std::size_t n, float& dscale, float& dzero_point);
+
+/// Per channel: the terms summed as `dScale_vec.sum(every dim but axis)`.
+XQ_DECL void learnable_channel_param_grads(const learnable_fake_quantize_channels& table,
+                                           const kernels::channel_layout& layout, const float* x,
+                                           const float* dy, float* dscale, float* dzero_point);
+
+/// The LSQ operators read and write host tensors.
+template <class Policy>
+inline constexpr bool is_host_policy_v = !std::is_same_v<Policy, cuda_policy>;
+
 }  // namespace detail
 
 /// `torch._fake_quantize_learnable_per_tensor_affine` (forward).
@@ -136,11 +167,15 @@ tensor fake_quantize_learnable_per_tensor_affine(const tensor& x, float scale, f
       x, scale, detail::forward_zero_point(zero_point, quant_min, quant_max), quant_min, quant_max);
 }
 
-/// `_fake_quantize_learnable_per_tensor_affine_backward`: dx, d_scale, d_zero_point.
+/// `_fake_quantize_learnable_per_tensor_affine_backward`: dx, d_scale, d_zero_point
+/// (d_scale and d_zero_point in torch's order for cpu::reduction_threads() threads).
 template <class Policy = default_policy>
 learnable_gradients fake_quantize_learnable_per_tensor_affine_backward(
     const tensor& dy, const tensor& x, float scale, float zero_point, std::int64_t quant_min,
     std::int64_t quant_max, float grad_factor = 1.0f) {
+  static_assert(detail::is_host_policy_v<Policy>,
+                "xquant: the torch LSQ operators take host tensors; use scalar_policy or simd_policy<> "
+                "(cuda_policy walkers take device pointers)");
   constexpr const char* where = "torch.fake_quantize_learnable_per_tensor_affine_backward";
   xq::detail::require_same_shape(where, x, dy, "a gradient");
   detail::check_learnable(scale, zero_point, quant_min, quant_max, where);
@@ -151,10 +186,8 @@ learnable_gradients fake_quantize_learnable_per_tensor_affine_backward(
   const learnable_fake_quantize_kernel<float> k{scale,           1.0f / scale,     zp,
                                                 float(quant_min), float(quant_max), grad_factor};
   learnable_gradients r{xt::empty<float>(x.shape()), 0.0f, 0.0f};
-  float sums[2];
-  kernels::backward_with_sums(Policy{}, k, x.data(), dy.data(), r.dx.data(), sums, x.size());
-  r.dscale = sums[0];
-  r.dzero_point = sums[1];
+  kernels::backward(Policy{}, k, x.data(), dy.data(), r.dx.data(), x.size());
+  detail::learnable_param_grads(k, x.data(), dy.data(), x.size(), r.dscale, r.dzero_point);
   return r;
 }
 
@@ -177,6 +210,9 @@ template <class Policy = default_policy>
 learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward(
     const tensor& dy, const tensor& x, const vector& scale, const vector& zero_point, long axis,
     std::int64_t quant_min, std::int64_t quant_max, float grad_factor = 1.0f) {
+  static_assert(detail::is_host_policy_v<Policy>,
+                "xquant: the torch LSQ operators take host tensors; use scalar_policy or simd_policy<> "
+                "(cuda_policy walkers take device pointers)");
   constexpr const char* where = "torch.fake_quantize_learnable_per_channel_affine_backward";
   xq::detail::require_same_shape(where, x, dy, "a gradient");
   const vector zp = detail::rounded_zero_points(zero_point, quant_min, quant_max);
@@ -187,13 +223,9 @@ learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward(
   const std::size_t C = p.layout.channels;
   learnable_channel_gradients r{xt::empty<float>(x.shape()), vector::from_shape({C}),
                                 vector::from_shape({C})};
-  std::vector<float> sums(2 * C);
-  kernels::backward_channels_with_sums(Policy{}, table, p.layout, x.data(), dy.data(), r.dx.data(),
-                                       sums.data());
-  for (std::size_t c = 0; c < C; ++c) {
-    r.dscale(c) = sums[c];
-    r.dzero_point(c) = sums[C + c];
-  }
+  kernels::backward_channels(Policy{}, table, p.layout, x.data(), dy.data(), r.dx.data());
+  detail::learnable_channel_param_grads(table, p.layout, x.data(), dy.data(), r.dscale.data(),
+                                        r.dzero_point.data());
   return r;
 }
 

@@ -12,10 +12,10 @@
 /// of rank 1 (or 0) has no axis to average over: as in Larq, each element's scale is
 /// its own |x|, so q(x) = x, with 0 for ±0.
 ///
-/// The mean is sum / count in float32, as TF's reduce_mean; the sum is taken in double
-/// and rounded once, where TF adds float32 in an order of its own (a build detail), so
-/// the scale can differ from Larq's in the last bit unless the sum is exact. The scale
-/// multiplies dy before the mask, as in Larq (a · dy, where |x| <= clip).
+/// The mean is sum / count in float32, as TF's reduce_mean, the float32 sum added in TF's
+/// CPU order (numerics/tf_cpu_reductions.hpp: each channel on one thread, so the scales
+/// are Larq's bit for bit whatever TF's thread count). The scale multiplies dy before the
+/// mask, as in Larq (a · dy, where |x| <= clip).
 
 #include <vector>
 

@@ -9,9 +9,10 @@
 ///
 /// Δ = threshold_value (default 0.05), or, with `ternary_weight_networks`, Δ =
 /// 0.7 · mean(|x|) over the whole tensor, as Ternary Weight Networks and Larq compute
-/// it: (0.7f · sum) / size in float32. The sum is taken in double and rounded once
-/// (TF adds float32 in an order of its own), so the TWN threshold matches Larq's
-/// exactly whenever the float sum is exact. clip_value default 1.0; +infinity is
+/// it: (0.7f · sum) / size in float32, the float32 sum added in TF's CPU order
+/// (numerics/tf_cpu_reductions.hpp), so the threshold and the outputs are Larq's bit for
+/// bit (below the size at which TF shards the sum over a large thread pool; there, the
+/// bound that header states). clip_value default 1.0; +infinity is
 /// Larq's `clip_value=None`. Runs with denormals flushed, as TF does.
 ///
 /// \code

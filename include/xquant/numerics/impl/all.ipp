@@ -7,6 +7,7 @@
 #include "nvidia_calibrators.ipp"
 #include "ort_percentile_calibrator.ipp"
 #include "range_statistics.ipp"
+#include "tf_cpu_reductions.ipp"
 #include "tf_fake_quant.ipp"
 #include "tf_quantize_and_dequantize.ipp"
 #include "tfmot_quantizers.ipp"

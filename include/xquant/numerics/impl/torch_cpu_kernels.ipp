@@ -1,9 +1,10 @@
 #pragma once
 /// \file torch_cpu_kernels.ipp
-/// PyTorch's CPU linspace, arange, histc, sum and cumsum (numerics/torch_cpu_kernels.hpp).
+/// PyTorch's CPU linspace, arange, histc, sums and cumsum (numerics/torch_cpu_kernels.hpp).
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -164,23 +165,94 @@ lanes<L> row_sum(const float* in, std::int64_t stride, std::int64_t size) {
   return partial[0];
 }
 
+/// One row of vectorized_inner_sum (n >= 8) or of scalar_inner_sum (n < 8): the row's sum
+/// before it is stored into (added to) the output.
+inline float inner_sum(const float* x, std::int64_t size) {
+  constexpr std::int64_t W = 8;  // Vectorized<float>::size() on AVX2
+  if (size < W) return row_sum<1>(x, 1, size)[0];
+  const std::int64_t vec_size = size / W;
+  const lanes<W> v = row_sum<W>(x, W, vec_size);
+  float acc = 0.0f;
+  for (std::int64_t k = vec_size * W; k < size; ++k) acc += x[k];
+  for (std::size_t k = 0; k < std::size_t(W); ++k) acc += v[k];
+  return acc;
+}
+
+/// The columns of a contiguous (rows, cols) matrix into out[0, cols): SumKernel.cpp
+/// vectorized_outer_sum (cols >= 8) or scalar_outer_sum, each sum stored into a zero output.
+inline void outer_sum(const float* x, std::int64_t rows, std::int64_t cols, float* out) {
+  constexpr std::int64_t W = 8;
+  std::int64_t j = 0;
+  if (cols >= W) {
+    for (; j + 4 * W <= cols; j += 4 * W) {
+      const auto s = multi_row_sum<W>(x + j, cols, W, rows);
+      for (std::int64_t k = 0; k < 4; ++k)
+        for (std::int64_t l = 0; l < W; ++l) out[j + k * W + l] = 0.0f + s[std::size_t(k)][std::size_t(l)];
+    }
+    for (; j + W <= cols; j += W) {
+      const auto s = row_sum<W>(x + j, cols, rows);
+      for (std::int64_t l = 0; l < W; ++l) out[j + l] = 0.0f + s[std::size_t(l)];
+    }
+  } else {
+    for (; j + 4 <= cols; j += 4) {
+      const auto s = multi_row_sum<1>(x + j, cols, 1, rows);
+      for (std::int64_t k = 0; k < 4; ++k) out[j + k] = 0.0f + s[std::size_t(k)][0];
+    }
+  }
+  for (; j < cols; ++j) out[j] = 0.0f + row_sum<1>(x + j, cols, rows)[0];
+}
+
+inline void check_threads(int threads, const char* where) {
+  if (threads < 1) throw argument_error(where, "threads >= 1", xq::detail::concat("threads = ", threads));
+}
+
+inline std::atomic<int>& reduction_threads_setting() {
+  static std::atomic<int> threads{1};
+  return threads;
+}
+
 }  // namespace detail
 
 XQ_DECL float sum(const float* x, std::size_t n) {
-  constexpr std::int64_t W = 8;
-  const std::int64_t size = std::int64_t(n);
-  float total;
-  if (size >= W) {  // vectorized_inner_sum
-    const std::int64_t vec_size = size / W;
-    const detail::lanes<W> v = detail::row_sum<W>(x, W, vec_size);
-    float acc = 0.0f;
-    for (std::int64_t k = vec_size * W; k < size; ++k) acc += x[k];
-    for (std::size_t k = 0; k < std::size_t(W); ++k) acc += v[k];
-    total = acc;
-  } else {  // scalar_inner_sum
-    total = detail::row_sum<1>(x, 1, size)[0];
+  return 0.0f + detail::inner_sum(x, std::int64_t(n));  // the output starts at 0 and accumulates
+}
+
+XQ_DECL float sum(const float* x, std::size_t n, int threads) {
+  detail::check_threads(threads, "xq::torch::cpu::sum");
+  constexpr std::size_t grain = 32768;  // at::internal::GRAIN_SIZE
+  if (threads == 1 || n < grain) return sum(x, n);  // parallel_reduce's serial path
+  // two_pass_reduction: one partial sum per OpenMP thread of invoke_parallel, in a buffer
+  // of get_num_threads() entries that starts at zero, then that buffer summed.
+  const std::size_t team = std::size_t(threads);
+  const std::size_t used = std::min(team, (n + grain - 1) / grain);
+  const std::size_t chunk = (n + used - 1) / used;
+  std::vector<float> buffer(team, 0.0f);
+  for (std::size_t t = 0; t < used && t * chunk < n; ++t)
+    buffer[t] = sum(x + t * chunk, std::min(chunk, n - t * chunk));
+  return sum(buffer.data(), team);
+}
+
+XQ_DECL void sum_except_axis(const float* x, const kernels::channel_layout& layout, float* out, int threads) {
+  detail::check_threads(threads, "xq::torch::cpu::sum_except_axis");
+  const std::size_t outer = layout.outer, channels = layout.channels, inner = layout.inner;
+  if (channels == 1) {  // TensorIterator drops the kept dim of size 1: a full reduction
+    out[0] = sum(x, layout.size(), threads);
+  } else if (inner > 1) {  // the reduced dims coalesce to (inner, outer), inner contiguous
+    for (std::size_t c = 0; c < channels; ++c) {
+      float acc = 0.0f;
+      for (std::size_t o = 0; o < outer; ++o) acc += detail::inner_sum(x + (o * channels + c) * inner, std::int64_t(inner));
+      out[c] = acc;
+    }
+  } else {  // channel last: columns of an (outer, channels) matrix
+    detail::outer_sum(x, std::int64_t(outer), std::int64_t(channels), out);
   }
-  return 0.0f + total;  // the output starts at 0 and accumulates (CastStoreAccumulate)
+}
+
+XQ_DECL int reduction_threads() noexcept { return detail::reduction_threads_setting().load(std::memory_order_relaxed); }
+
+XQ_DECL void set_reduction_threads(int threads) {
+  detail::check_threads(threads, "xq::torch::cpu::set_reduction_threads");
+  detail::reduction_threads_setting().store(threads, std::memory_order_relaxed);
 }
 
 XQ_DECL std::vector<float> cumsum(const float* x, std::size_t n) {

@@ -1,12 +1,14 @@
 #pragma once
 /// \file torch_learnable_fake_quant.ipp
-/// LSQ's grad factor, zero-point rounding and checks (numerics/torch_learnable_fake_quant.hpp);
+/// LSQ's grad factor, zero-point rounding, checks and parameter-gradient sums
+/// (numerics/torch_learnable_fake_quant.hpp);
 /// in separate mode also the operators for the default policy and the scalar reference.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "../torch_learnable_fake_quant.hpp"
 
@@ -40,6 +42,44 @@ XQ_DECL vector rounded_zero_points(const vector& zp, std::int64_t qmin, std::int
   for (std::size_t c = 0; c < zp.size(); ++c)
     r(c) = std::min(std::max(std::nearbyint(zp(c)), float(qmin)), float(qmax));
   return r;
+}
+
+XQ_DECL void learnable_param_grads(const learnable_fake_quantize_kernel<float>& k, const float* x,
+                                   const float* dy, std::size_t n, float& dscale, float& dzero_point) {
+  // FakeQuantPerTensorAffine.cpp: the kernel writes dScale_vec and dZeroPoint_vec, then
+  // each is `.sum()`med.
+  std::vector<float> d_scale(n), d_zero_point(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    float t[2];
+    k.param_grad_terms(x[i], dy[i], t);
+    d_scale[i] = t[0];
+    d_zero_point[i] = t[1];
+  }
+  const int threads = cpu::reduction_threads();
+  dscale = cpu::sum(d_scale.data(), n, threads);
+  dzero_point = cpu::sum(d_zero_point.data(), n, threads);
+}
+
+XQ_DECL void learnable_channel_param_grads(const learnable_fake_quantize_channels& table,
+                                           const kernels::channel_layout& layout, const float* x,
+                                           const float* dy, float* dscale, float* dzero_point) {
+  // FakeQuantPerChannelAffine.cpp: dScale_vec.sum(axis_for_reduction), dZeroPoint_vec likewise.
+  const std::size_t n = layout.size();
+  std::vector<float> d_scale(n), d_zero_point(n);
+  std::size_t i = 0;
+  for (std::size_t o = 0; o < layout.outer; ++o)
+    for (std::size_t c = 0; c < layout.channels; ++c) {
+      const learnable_fake_quantize_kernel<float> k = table.at<float>(c);
+      for (std::size_t e = 0; e < layout.inner; ++e, ++i) {
+        float t[2];
+        k.param_grad_terms(x[i], dy[i], t);
+        d_scale[i] = t[0];
+        d_zero_point[i] = t[1];
+      }
+    }
+  const int threads = cpu::reduction_threads();
+  cpu::sum_except_axis(d_scale.data(), layout, dscale, threads);
+  cpu::sum_except_axis(d_zero_point.data(), layout, dzero_point, threads);
 }
 
 }  // namespace detail

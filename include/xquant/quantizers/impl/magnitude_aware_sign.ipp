@@ -9,6 +9,7 @@
 
 #include "../../core/fp_environment.hpp"
 #include "../../numerics/larq_math.hpp"
+#include "../../numerics/tf_cpu_reductions.hpp"
 #include "../magnitude_aware_sign.hpp"
 
 namespace xq {
@@ -30,16 +31,13 @@ XQ_DECL std::vector<float> magnitude_aware_sign::scales(const tensor& x) {
   }
   const std::size_t channels = x.shape().back();
   const std::size_t rows = channels ? n / channels : 0;
-  std::vector<double> sum(channels, 0.0);
-  double* s = sum.data();
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = xs + r * channels;
-    XQ_OMP_SIMD
-    for (std::size_t c = 0; c < channels; ++c) s[c] += std::fabs(row[c]);
-  }
+  std::vector<float> magnitude(n);
+  XQ_OMP_SIMD
+  for (std::size_t i = 0; i < n; ++i) magnitude[i] = std::fabs(xs[i]);
   a.resize(channels);
-  // float(sum) / float(count): TF's reduce_mean divides its float sum by the count.
-  for (std::size_t c = 0; c < channels; ++c) a[c] = static_cast<float>(s[c]) / static_cast<float>(rows);
+  // TF's reduce_mean: its float sum (in its order) divided by the count.
+  tf::cpu::sum_rows(magnitude.data(), rows, channels, a.data());
+  for (std::size_t c = 0; c < channels; ++c) a[c] /= static_cast<float>(rows);
   return a;
 }
 

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "../../core/error.hpp"
 #include "../../core/fp_environment.hpp"
 #include "../../numerics/larq_math.hpp"
+#include "../../numerics/tf_cpu_reductions.hpp"
 #include "../ste_tern.hpp"
 
 namespace xq {
@@ -27,17 +29,12 @@ XQ_DECL float ste_tern::threshold(const tensor& x) const {
   if (!ternary_weight_networks_) return threshold_value_;
   const float* xs = x.data();
   const std::size_t n = x.size();
-  // 16 double lanes (element i into lane i % 16), combined in lane order: a fixed
-  // order (the same bits on every build), and independent chains that vectorize.
-  double lane[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (std::size_t l = 0; l < 16; ++l) lane[l] += std::fabs(xs[i + l]);
-  for (; i < n; ++i) lane[i % 16] += std::fabs(xs[i]);
-  double sum = 0.0;
-  for (double v : lane) sum += v;
+  std::vector<float> magnitude(n);
+  XQ_OMP_SIMD
+  for (std::size_t i = 0; i < n; ++i) magnitude[i] = std::fabs(xs[i]);
+  const float sum = tf::cpu::sum(magnitude.data(), n);  // in TF's order
   // Larq: 0.7 * reduce_sum(|x|) / size, each step rounded to float32.
-  return (0.7f * static_cast<float>(sum)) / static_cast<float>(n);
+  return (0.7f * sum) / static_cast<float>(n);
 }
 
 XQ_DECL var ste_tern::quantize(const var& x) {
