@@ -22,7 +22,7 @@ so the file holds only TF's results, as float32 bit patterns:
   - fake_quant: tf.quantization.fake_quant_with_min_max_vars_gradient and its per-channel
                 twin: d_min and d_max (x scaled by 4, dy from a second seed).
 
-Usage:  TF_USE_LEGACY_KERAS=1 /work/venv-larq/bin/python tools/gen_golden_tf_reductions.py [--out DIR]
+Usage:  TF_USE_LEGACY_KERAS=1 .venv-golden/bin/python tools/gen_golden_tf_reductions.py [--out DIR]
 """
 
 import argparse

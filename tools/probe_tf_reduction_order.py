@@ -15,7 +15,7 @@ AVX2 host:
 numerics/tf_cpu_reductions.hpp implements both; tools/gen_golden_tf_reductions.py makes
 the goldens its tests compare with.
 
-    TF_USE_LEGACY_KERAS=1 /work/venv-larq/bin/python tools/probe_tf_reduction_order.py [threads]
+    TF_USE_LEGACY_KERAS=1 .venv-golden/bin/python tools/probe_tf_reduction_order.py [threads]
 """
 
 import sys
