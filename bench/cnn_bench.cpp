@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <random>
+#include <sstream>
 
 #include <benchmark/benchmark.h>
 
@@ -16,6 +17,7 @@
 #include <xquant/kernels/gemm.hpp>
 #include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/adam.hpp>
+#include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 
 #include "../examples/fashion_mnist/cnn.hpp"
@@ -111,6 +113,46 @@ void BM_cnn_inference_step(benchmark::State& state) {
   set_rate(state, batch);
 }
 BENCHMARK(BM_cnn_inference_step)->ArgName("batch")->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// fit against the bare step (issue 15: fit's per-step overhead, batch gathering, shuffling,
+// metrics and progress, should be negligible). Each iteration runs one epoch of `fit` over
+// 16 batches of 64 on one model, then 16 bench steps on its twin, timing each; the counter
+// `fit_rate_over_step_rate` is the bench steps' time over fit's (1: no overhead).
+// progress: 0 = verbose off, 1 = fit's plain progress lines written to a discarded stream.
+void BM_fit_over_train_step(benchmark::State& state) {
+  constexpr std::size_t batch = 64, steps = 16;
+  auto fit_model = fashion::make_cnn(1);
+  xq::build(fit_model, {1, 28, 28, 1});
+  auto step_model = fashion::make_cnn(1);
+  xq::build(step_model, {1, 28, 28, 1});
+  train_step<fashion::cnn> step(step_model, batch);
+  const xq::dataset data{random_tensor({batch * steps, 28, 28, 1}, 7), bench::random_labels(batch * steps, 8)};
+  xq::adam opt(xq::trainable_parameters(fit_model));
+  std::ostringstream discarded;
+  xq::fit_options o;
+  o.epochs = 1;
+  o.batch_size = batch;
+  o.verbose = state.range(0) != 0;
+  o.progress.stream = &discarded;
+  o.progress.style = xq::progress_style::plain;
+  double fit_seconds = 0, step_seconds = 0;
+  using clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    auto t0 = clock::now();
+    xq::fit(fit_model, opt, xq::sparse_softmax_cross_entropy, data, o);
+    auto t1 = clock::now();
+    for (std::size_t k = 0; k < steps; ++k) step();
+    auto t2 = clock::now();
+    fit_seconds += std::chrono::duration<double>(t1 - t0).count();
+    step_seconds += std::chrono::duration<double>(t2 - t1).count();
+    discarded.str({});
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["fit_ms_per_step"] = 1e3 * fit_seconds / (n * steps);
+  state.counters["step_ms"] = 1e3 * step_seconds / (n * steps);
+  state.counters["fit_rate_over_step_rate"] = step_seconds / fit_seconds;
+}
+BENCHMARK(BM_fit_over_train_step)->ArgName("progress")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The CNN's two convolutions (3x3, same, batch 64): 28x28x1 -> 32 and 14x14x32 -> 64.
 struct conv_case {
