@@ -28,9 +28,9 @@
 #include "../kernels/policy.hpp"
 #include "../kernels/scalar.hpp"
 #include "../kernels/simd.hpp"
-#include "tf_cpu_reductions.hpp"
 #include "../core/fp_environment.hpp"
 #include "../core/tensor.hpp"
+#include "tf_cpu_reductions.hpp"
 
 namespace xq::tf {
 
