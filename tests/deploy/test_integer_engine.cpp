@@ -2,6 +2,7 @@
 // ORT's arithmetic, the fast kernels against the exact references, and lowered models
 // against their simulation (a folded-BN QAT CNN, a reused block, a binarized network).
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -132,20 +133,30 @@ void check_exact(Model& qat, const std::vector<std::size_t>& sample, const xq::t
 
 }  // namespace
 
-TEST_CASE("lower: merges, pools and activations compute the simulation's integers", "[deploy][lower][layers]") {
+namespace {
+
+/// The layer zoo trained in float, quantized with NVIDIA's placement (conv/dense inputs and
+/// kernels, the average pools' inputs (the scheme's default), the residual add's inputs
+/// (its residual case), and by the spec the concatenation's and the multiply's inputs),
+/// then trained a little more.
+auto trained_zoo_qat(const xq::dataset& data) {
   xq::set_seed(4);
   layer_zoo<> model;
-  const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
   xq::build(model, {1, 12, 12, 1});
   train(model, data, 2, 3e-3f);
-  // NVIDIA's placement: conv/dense inputs and kernels, the average pools' inputs (the
-  // scheme's default), the residual add's inputs (its residual case), and by the spec
-  // the concatenation's and the multiply's inputs.
   xq::quantize_options qo;
   qo.cases = {xq::qdq_cases::residual_connection()};
   qo.spec.add("features").add("gated").add("pooled", {true, true, {1}});
   auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
   train(qat, data, 1, 5e-4f);
+  return qat;
+}
+
+}  // namespace
+
+TEST_CASE("lower: merges, pools and activations compute the simulation's integers", "[deploy][lower][layers]") {
+  const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
+  auto qat = trained_zoo_qat(data);
   CHECK(qat.residual.input_quantizer(0).enabled());
   CHECK(qat.pool.input_quantizer().enabled());
   const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1});
@@ -163,6 +174,64 @@ TEST_CASE("lower: merges, pools and activations compute the simulation's integer
   // (gap: the scheme's default); the multiply's two; the features' two; the pooled
   // concatenation's input 1.
   check_exact(qat, {12, 12, 1}, test.inputs, &test.targets, 15);
+}
+
+TEST_CASE("lower: integer-only average pooling rounds as TFLite on the input's grid", "[deploy][lower][layers]") {
+  const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
+  auto qat = trained_zoo_qat(data);
+  xq::deploy::lower_options lo;
+  lo.average_pool = xq::deploy::average_pooling::integer;
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+  INFO(engine.summary());
+  std::vector<const xq::deploy::integer_average_pool_op*> pools;
+  for (const auto& op : engine.ops)
+    if (const auto* p = dynamic_cast<const xq::deploy::integer_average_pool_op*>(op.get())) pools.push_back(p);
+  REQUIRE(pools.size() == 2);  // the 2x2 pool and the global one: both inputs are quantized
+  // Each output is its window's mean of the input integers rounded half away from zero
+  // (computed here in double with std::round), on the input's grid.
+  const std::vector<xq::deploy::engine_tensor> values = engine.run_all(test.inputs);
+  for (const auto* p : pools) {
+    const xq::deploy::engine_tensor& in = values.at(p->inputs.at(0));
+    const xq::deploy::engine_tensor& out = values.at(p->output);
+    REQUIRE(in.kind == xq::deploy::value_kind::integer);
+    REQUIRE(out.kind == xq::deploy::value_kind::integer);
+    CHECK(out.scale == in.scale);
+    CHECK(out.zero_point == in.zero_point);
+    const std::size_t h = in.shape[1], w = in.shape[2], c = in.shape[3], oh = out.shape[1], ow = out.shape[2];
+    const auto& g = p->geometry;
+    std::size_t wrong = 0, checked = 0;
+    for (std::size_t b = 0; b < in.shape[0]; ++b)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j)
+          for (std::size_t q = 0; q < c; ++q) {
+            double sum = 0;
+            int count = 0;
+            for (std::size_t u = 0; u < g.window[0]; ++u)
+              for (std::size_t v = 0; v < g.window[1]; ++v) {
+                const long row = long(i * g.strides[0] + u) - long(g.pads[0]);
+                const long col = long(j * g.strides[1] + v) - long(g.pads[1]);
+                if (row < 0 || col < 0 || row >= long(h) || col >= long(w)) continue;
+                sum += in.integer[((b * h + std::size_t(row)) * w + std::size_t(col)) * c + q];
+                ++count;
+              }
+            wrong += out.integer[((b * oh + i) * ow + j) * c + q] != std::int16_t(std::round(sum / count));
+            ++checked;
+          }
+    INFO(p->path << ": " << wrong << " of " << checked << " outputs differ");
+    CHECK(checked > 0);
+    CHECK(wrong == 0);
+  }
+  // The simulation pools floats and rounds once; the integer pool rounds first. The
+  // predictions still agree (the parity report counts the steps that moved).
+  const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets);
+  INFO(report.table());
+  CHECK(report.same_top1_share() >= 0.95);
+  // The op saves and loads.
+  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  const xq::deploy::integer_model back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
+  CHECK(back.summary() == engine.summary());
+  const bool same = back.run(test.inputs) == engine.run(test.inputs);
+  CHECK(same);
 }
 
 TEST_CASE("lower: an embedding and its tied projection", "[deploy][lower][layers]") {

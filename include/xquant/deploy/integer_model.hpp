@@ -148,6 +148,19 @@ class max_pool_op final : public lowered_op {
   XQ_DECL std::string describe() const override;
 };
 
+/// Average pooling on centred integers, TFLite's integer kernel: each window's int64 sum
+/// over the cells inside the image (padding is not counted, as Keras counts), divided by
+/// that count and rounded half away from zero, on the input's own grid. Lowered only with
+/// lower_options::average_pool = average_pooling::integer; the default pools the
+/// dequantized floats as the simulation does (real_function_op).
+class integer_average_pool_op final : public lowered_op {
+ public:
+  window_geometry geometry;
+  const char* kind() const noexcept override { return "integer_average_pool2d"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
 /// ReLU: max(x, 0) on real tensors, max(q - zp, 0) on centred integers (0 is real 0).
 class relu_op final : public lowered_op {
  public:
@@ -223,7 +236,7 @@ class real_linear_op final : public lowered_op {
 /// A float operation computed by xquant's own function (`xq::ops::<function>`) on real
 /// tensors, so it gives the simulation's floats bit for bit: average pooling (the
 /// simulation averages the dequantized values in float: an integer sum would round
-/// differently), global average pooling, the activations with no exact integer form
+/// differently; integer_average_pool_op is the integer-only choice), global average pooling, the activations with no exact integer form
 /// (relu6 on reals, leaky_relu, sigmoid, tanh, swish, softmax), and add and multiply of
 /// inputs on different grids (the simulation adds the dequantized floats). The next
 /// quantizer downstream then rounds with the simulation's own quantizer.

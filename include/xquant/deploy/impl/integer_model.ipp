@@ -404,6 +404,52 @@ XQ_DECL void max_pool_op::run(std::vector<engine_tensor>& values, const run_opti
 
 XQ_DECL std::string max_pool_op::describe() const { return "max_pool2d " + detail::window_string(geometry); }
 
+XQ_DECL void integer_average_pool_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  const engine_tensor& x = values.at(inputs.at(0));
+  if (x.shape.size() != 4 || x.kind != value_kind::integer)
+    throw argument_error(path + " (integer_average_pool2d)", "a rank-4 integer tensor",
+                         std::string("a ") + to_string(x.kind) + " tensor of rank " + std::to_string(x.shape.size()));
+  const std::size_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  const std::size_t oh = geometry.output_extent(h, 0), ow = geometry.output_extent(w, 1);
+  engine_tensor y;  // the input's grid
+  y.kind = value_kind::integer;
+  y.scale = x.scale;
+  y.zero_point = x.zero_point;
+  y.qmin = x.qmin;
+  y.qmax = x.qmax;
+  y.shape = {n, oh, ow, c};
+  y.integer.resize(y.elements());
+  std::vector<std::int64_t> sum(c);
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j) {
+        std::fill(sum.begin(), sum.end(), 0);
+        std::int64_t count = 0;
+        for (std::size_t u = 0; u < geometry.window[0]; ++u) {
+          const long row = long(i * geometry.strides[0] + u) - long(geometry.pads[0]);
+          if (row < 0 || row >= long(h)) continue;
+          for (std::size_t v = 0; v < geometry.window[1]; ++v) {
+            const long col = long(j * geometry.strides[1] + v) - long(geometry.pads[1]);
+            if (col < 0 || col >= long(w)) continue;
+            const std::int16_t* p = x.integer.data() + ((b * h + std::size_t(row)) * w + std::size_t(col)) * c;
+            for (std::size_t q = 0; q < c; ++q) sum[q] += p[q];
+            ++count;
+          }
+        }
+        std::int16_t* o = y.integer.data() + ((b * oh + i) * ow + j) * c;
+        for (std::size_t q = 0; q < c; ++q) {
+          // TFLite: (sum ± count / 2) / count, truncating: half away from zero.
+          const std::int64_t s = sum[q];
+          o[q] = count ? std::int16_t((s >= 0 ? s + count / 2 : s - count / 2) / count) : std::int16_t(0);
+        }
+      }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string integer_average_pool_op::describe() const {
+  return "integer_average_pool2d " + detail::window_string(geometry);
+}
+
 XQ_DECL void relu_op::run(std::vector<engine_tensor>& values, const run_options&) const {
   engine_tensor y = values.at(inputs.at(0));
   switch (y.kind) {

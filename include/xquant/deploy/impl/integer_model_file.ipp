@@ -105,6 +105,8 @@ inline json encode_op(const lowered_op& op) {
     j["real_bias"] = bytes_of(l->real_bias);
   } else if (auto* p = dynamic_cast<const max_pool_op*>(&op)) {
     j["window"] = encode_window(p->geometry);
+  } else if (auto* a = dynamic_cast<const integer_average_pool_op*>(&op)) {
+    j["window"] = encode_window(a->geometry);
   } else if (auto* r = dynamic_cast<const reshape_op*>(&op)) {
     j["target"] = sizes(r->target);
   } else if (auto* b = dynamic_cast<const batch_norm_op*>(&op)) {
@@ -293,6 +295,11 @@ inline std::unique_ptr<lowered_op> decode_op(const reader& r, const json& j, con
     if (kind == "sign") return std::make_unique<sign_op>();
     if (kind == "max_pool2d") {
       auto op = std::make_unique<max_pool_op>();
+      op->geometry = r.window(j, at);
+      return op;
+    }
+    if (kind == "integer_average_pool2d") {
+      auto op = std::make_unique<integer_average_pool_op>();
       op->geometry = r.window(j, at);
       return op;
     }

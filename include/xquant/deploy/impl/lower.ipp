@@ -286,6 +286,23 @@ class lowering : trace_walk {
       }
       case layer_info::kind::average_pool:
       case layer_info::kind::global_average_pool: {
+        if (o_.average_pool == average_pooling::integer && meta_[v].kind == value_kind::integer) {
+          auto op = std::make_unique<integer_average_pool_op>();
+          const auto& s = c.inputs[0]->value.shape();
+          if (info->what == layer_info::kind::average_pool)
+            op->geometry = window(info->pool, info->pool_strides, {1, 1}, info->pool_padding, s[1], s[2]);
+          else
+            op->geometry = window({s[1], s[2]}, {1, 1}, {1, 1}, xq::padding::valid, s[1], s[2]);
+          const engine_tensor m = meta_[v];
+          std::size_t out = emit(std::move(op), c.path, {v}, m);
+          if (info->what == layer_info::kind::global_average_pool && !info->keepdims) {
+            auto r = std::make_unique<reshape_op>();
+            r->target = {s[3]};
+            out = emit(std::move(r), c.path, {out}, m);
+          }
+          value_of_[c.output] = out;
+          return;
+        }
         // The simulation averages the dequantized floats (sum in window order, then divide
         // by the count): xquant's own pooling on the same floats gives its floats exactly,
         // and the next quantizer rounds them as the simulation does.
