@@ -51,6 +51,23 @@ def median_ms(step, steps):
     return 1e3 * statistics.median(times)
 
 
+def train_timer(model, x, y, after_step=None):
+    """One training step of `model` on the batch (x, y): cross-entropy, backward, Adam."""
+    import torch
+
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+        if after_step:
+            after_step()
+    return step
+
+
 def torch_steps(threads, steps, batch=64):
     import torch
     import torch.nn as nn
@@ -77,17 +94,6 @@ def torch_steps(threads, steps, batch=64):
 
     x = torch.rand(batch, 1, 28, 28)
     y = torch.randint(0, 10, (batch,))
-    loss_fn = nn.CrossEntropyLoss()
-
-    def train_timer(model):
-        model.train()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
-            opt.step()
-        return step
 
     def infer_timer(model):
         model.eval()
@@ -105,7 +111,8 @@ def torch_steps(threads, steps, batch=64):
     qat_net.qconfig = tq.get_default_qat_qconfig("x86")
     tq.prepare_qat(qat_net, inplace=True)
 
-    return {"float_train": median_ms(train_timer(float_net), steps), "qat_train": median_ms(train_timer(qat_net), steps),
+    return {"float_train": median_ms(train_timer(float_net, x, y), steps),
+            "qat_train": median_ms(train_timer(qat_net, x, y), steps),
             "inference": median_ms(infer_timer(Net()), steps)}
 
 
@@ -164,25 +171,16 @@ def torch_bnn_steps(threads, steps, batch=64):
 
     x = torch.rand(batch, 1, 28, 28)
     y = torch.randint(0, 10, (batch,))
-    loss_fn = nn.CrossEntropyLoss()
-
-    def train_timer(model):
-        model.train()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
-            opt.step()
-            if model is bnn:  # the latent weights clipped to [-1, 1], as xquant's weight_clip
-                with torch.no_grad():
-                    for m in model.modules():
-                        if isinstance(m, (BinaryConv, BinaryDense)):
-                            m.weight.clamp_(-1, 1)
-        return step
-
     bnn = network(True)
-    return {"float_train": median_ms(train_timer(network(False)), steps), "bnn_train": median_ms(train_timer(bnn), steps)}
+
+    def clip_latent_weights():  # to [-1, 1] after each step, as xquant's weight_clip
+        with torch.no_grad():
+            for m in bnn.modules():
+                if isinstance(m, (BinaryConv, BinaryDense)):
+                    m.weight.clamp_(-1, 1)
+
+    return {"float_train": median_ms(train_timer(network(False), x, y), steps),
+            "bnn_train": median_ms(train_timer(bnn, x, y, clip_latent_weights), steps)}
 
 
 # What each network measures: xquant's benchmark filter, then per case the benchmark name
