@@ -334,6 +334,23 @@ XQ_DECL std::string integer_linear_op::describe() const {
 
 namespace detail {
 
+/// Calls f(offset) with the offset of the first of the c values of each input pixel of
+/// output window (b, i, j) of an (n, h, w, c) NHWC tensor, window rows then columns,
+/// skipping the cells over the padding.
+template <class F>
+void for_each_window_pixel(const window_geometry& g, std::size_t h, std::size_t w, std::size_t c, std::size_t b,
+                           std::size_t i, std::size_t j, F&& f) {
+  for (std::size_t u = 0; u < g.window[0]; ++u) {
+    const long y = long(i * g.strides[0] + u) - long(g.pads[0]);
+    if (y < 0 || y >= long(h)) continue;
+    for (std::size_t v = 0; v < g.window[1]; ++v) {
+      const long xx = long(j * g.strides[1] + v) - long(g.pads[1]);
+      if (xx < 0 || xx >= long(w)) continue;
+      f(((b * h + std::size_t(y)) * w + std::size_t(xx)) * c);
+    }
+  }
+}
+
 template <class T>
 void max_pool_nhwc(const std::vector<T>& in, const std::vector<std::size_t>& shape, const window_geometry& g,
                    std::size_t oh, std::size_t ow, std::vector<T>& out) {
@@ -343,16 +360,10 @@ void max_pool_nhwc(const std::vector<T>& in, const std::vector<std::size_t>& sha
     for (std::size_t i = 0; i < oh; ++i)
       for (std::size_t j = 0; j < ow; ++j) {
         T* o = out.data() + ((b * oh + i) * ow + j) * c;
-        for (std::size_t u = 0; u < g.window[0]; ++u) {
-          const long y = long(i * g.strides[0] + u) - long(g.pads[0]);
-          if (y < 0 || y >= long(h)) continue;
-          for (std::size_t v = 0; v < g.window[1]; ++v) {
-            const long xx = long(j * g.strides[1] + v) - long(g.pads[1]);
-            if (xx < 0 || xx >= long(w)) continue;
-            const T* p = in.data() + ((b * h + std::size_t(y)) * w + std::size_t(xx)) * c;
-            for (std::size_t q = 0; q < c; ++q) o[q] = std::max(o[q], p[q]);
-          }
-        }
+        for_each_window_pixel(g, h, w, c, b, i, j, [&](std::size_t at) {
+          const T* p = in.data() + at;
+          for (std::size_t q = 0; q < c; ++q) o[q] = std::max(o[q], p[q]);
+        });
       }
 }
 
@@ -425,17 +436,11 @@ XQ_DECL void integer_average_pool_op::run(std::vector<engine_tensor>& values, co
       for (std::size_t j = 0; j < ow; ++j) {
         std::fill(sum.begin(), sum.end(), 0);
         std::int64_t count = 0;
-        for (std::size_t u = 0; u < geometry.window[0]; ++u) {
-          const long row = long(i * geometry.strides[0] + u) - long(geometry.pads[0]);
-          if (row < 0 || row >= long(h)) continue;
-          for (std::size_t v = 0; v < geometry.window[1]; ++v) {
-            const long col = long(j * geometry.strides[1] + v) - long(geometry.pads[1]);
-            if (col < 0 || col >= long(w)) continue;
-            const std::int16_t* p = x.integer.data() + ((b * h + std::size_t(row)) * w + std::size_t(col)) * c;
-            for (std::size_t q = 0; q < c; ++q) sum[q] += p[q];
-            ++count;
-          }
-        }
+        detail::for_each_window_pixel(geometry, h, w, c, b, i, j, [&](std::size_t at) {
+          const std::int16_t* p = x.integer.data() + at;
+          for (std::size_t q = 0; q < c; ++q) sum[q] += p[q];
+          ++count;
+        });
         std::int16_t* o = y.integer.data() + ((b * oh + i) * ow + j) * c;
         for (std::size_t q = 0; q < c; ++q) {
           // TFLite: (sum ± count / 2) / count, truncating: half away from zero.
