@@ -234,6 +234,232 @@ TEST_CASE("lower: integer-only average pooling rounds as TFLite on the input's g
   CHECK(same);
 }
 
+namespace {
+
+/// A centred integer tensor of one row on a grid of scale `scale`.
+xq::deploy::engine_tensor centred(std::vector<std::int16_t> v, float scale) {
+  xq::deploy::engine_tensor t;
+  t.kind = xq::deploy::value_kind::integer;
+  t.shape = {1, v.size()};
+  t.integer = std::move(v);
+  t.scale = scale;
+  return t;
+}
+
+/// TFLite's int8 ADD of two centred values, transcribed from its kernel with the public
+/// fixed-point helpers: shift left 20, scale each by s_k / (2 max s), sum, scale by
+/// 2 max s / (2^20 s_out).
+std::int32_t tflite_add(std::int32_t a, std::int32_t b, float sa, float sb, float so, bool single) {
+  using xq::deploy::requantizer;
+  const double twice = 2.0 * double(std::max(sa, sb));
+  const auto ma = xq::deploy::quantize_multiplier(double(sa) / twice);
+  const auto mb = xq::deploy::quantize_multiplier(double(sb) / twice);
+  const auto mo = xq::deploy::quantize_multiplier(twice / (double(1 << 20) * double(so)));
+  auto mul = [&](std::int32_t x, xq::deploy::fixed_point_multiplier m) {
+    return single ? requantizer::single_rounding(x, m) : requantizer::double_rounding(x, m);
+  };
+  return mul(mul(a * (1 << 20), ma) + mul(b * (1 << 20), mb), mo);
+}
+
+/// x -> two 1x1 convs (relu), concatenated with a QDQ on each input (two grids), then a
+/// quantized 3x3 conv, global average pooling and a dense head.
+template <class Conv = xq::conv2d, class Cat = xq::concatenate, class Gap = xq::global_average_pool2d,
+          class Dense = xq::dense>
+struct two_grid_concat {
+  Conv left{xq::conv2d(3, 1)};
+  Conv right{xq::conv2d(5, 1)};
+  Cat features;
+  Conv mix{xq::conv2d(6, 3)};
+  Gap gap;
+  Dense head{xq::dense(4)};
+  XQ_CHILDREN(left, right, features, mix, gap, head)
+  xq::var operator()(const xq::var& x) {
+    const xq::var c = features({xq::ops::relu(left(x)), xq::ops::relu(right(x))});
+    return head(gap(xq::ops::relu(mix(c))));
+  }
+};
+
+/// Every integer output of `op` against the exact real value of its inputs' integers
+/// (computed in double): at most one step away. Returns how many were one step away.
+template <class Exact>
+std::size_t check_within_one_step(const std::vector<xq::deploy::engine_tensor>& values, const xq::deploy::lowered_op& op,
+                                  Exact exact) {
+  const xq::deploy::engine_tensor& y = values.at(op.output);
+  REQUIRE(y.kind == xq::deploy::value_kind::integer);
+  std::size_t off = 0, wrong = 0;
+  for (std::size_t e = 0; e < y.integer.size(); ++e) {
+    const double q = std::min<double>(y.qmax, std::max<double>(y.qmin, std::nearbyint(exact(e) / double(y.scale) + y.zero_point)));
+    const double d = std::fabs(double(y.integer[e] + y.zero_point) - q);
+    off += d == 1.0;
+    wrong += d > 1.0;
+  }
+  INFO(op.path << " (" << op.kind() << "): " << wrong << " of " << y.integer.size() << " more than one step away");
+  CHECK(wrong == 0);
+  return off;
+}
+
+}  // namespace
+
+TEST_CASE("integer_add_op: TFLite's ADD rounds ties away from zero, onnxruntime's QLinearAdd to even",
+          "[deploy][lower][layers]") {
+  // 0.5 * a + 0.25 * b onto scale 1: a = ±1, b = 0 is a tie (±0.5); a = 3, b = 2 gives 2.
+  const std::vector<std::int16_t> a = {1, -1, 3, 127, -128, 5}, b = {0, 0, 2, 127, -128, -7};
+  const std::vector<std::int16_t> ties_away = {1, -1, 2, 95, -96, 1}, ties_even = {0, 0, 2, 95, -96, 1};
+  for (auto scheme : {requantization::float_multiplier, requantization::tflite_double_rounding,
+                      requantization::tflite_single_rounding}) {
+    CAPTURE(xq::deploy::to_string(scheme));
+    xq::deploy::integer_add_op op;
+    op.path = "block/add";
+    op.scheme = scheme;
+    op.input_scales = {0.5f, 0.25f};
+    op.out = xq::deploy::integer_grid{1.0f, 0, -128, 127};
+    op.inputs = {0, 1};
+    op.output = 2;
+    op.prepare();
+    std::vector<xq::deploy::engine_tensor> values = {centred(a, 0.5f), centred(b, 0.25f), {}};
+    op.run(values, {});
+    const std::vector<std::int16_t>& got = values[2].integer;
+    // TFLite's single rounding rounds half up (-0.5 -> 0), its double rounding away from zero.
+    std::vector<std::int16_t> expected = scheme == requantization::float_multiplier ? ties_even : ties_away;
+    if (scheme == requantization::tflite_single_rounding) expected[1] = 0;
+    CHECK(got == expected);
+    for (std::size_t e = 0; e < a.size() && scheme != requantization::float_multiplier; ++e)
+      CHECK(got[e] == tflite_add(a[e], b[e], 0.5f, 0.25f, 1.0f, scheme == requantization::tflite_single_rounding));
+    // An input on another grid than the op was prepared for is refused, naming the op.
+    values[1].scale = 0.3f;
+    CHECK_THROWS_WITH(op.run(values, {}), Catch::Contains("block/add") && Catch::Contains("scale 0.25"));
+  }
+  // The output saturates: 127 * 0.5 + 127 * 0.25 = 95.25 onto scale 0.5 is 190.5 -> 127.
+  xq::deploy::integer_add_op op;
+  op.scheme = requantization::tflite_double_rounding;
+  op.input_scales = {0.5f, 0.25f};
+  op.out = xq::deploy::integer_grid{0.5f, 0, -128, 127};
+  op.inputs = {0, 1};
+  op.output = 2;
+  op.prepare();
+  std::vector<xq::deploy::engine_tensor> values = {centred({127}, 0.5f), centred({127}, 0.25f), {}};
+  op.run(values, {});
+  CHECK(values[2].integer == std::vector<std::int16_t>{127});
+}
+
+TEST_CASE("lower: integer-only add and multiply, TFLite's and onnxruntime's arithmetic", "[deploy][lower][layers]") {
+  const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
+  auto qat = trained_zoo_qat(data);
+  for (auto scheme : {requantization::float_multiplier, requantization::tflite_double_rounding,
+                      requantization::tflite_single_rounding}) {
+    CAPTURE(xq::deploy::to_string(scheme));
+    xq::deploy::lower_options lo;
+    lo.requant = scheme;
+    lo.merge = xq::deploy::merge_arithmetic::integer;
+    const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+    INFO(engine.summary());
+    const xq::deploy::integer_add_op* add = nullptr;
+    const xq::deploy::integer_multiply_op* mul = nullptr;
+    std::size_t float_merges = 0;
+    for (const auto& op : engine.ops) {
+      if (auto* a = dynamic_cast<const xq::deploy::integer_add_op*>(op.get())) add = a;
+      if (auto* m = dynamic_cast<const xq::deploy::integer_multiply_op*>(op.get())) mul = m;
+      const std::string k = op->kind();
+      float_merges += k == "add" || k == "multiply";
+    }
+    // The residual add feeds the quantized average pool; the gate's product feeds the
+    // quantized concatenation: both have a grid to land on.
+    REQUIRE(add != nullptr);
+    REQUIRE(mul != nullptr);
+    CHECK(float_merges == 0);
+    CHECK(add->left_shift == 20);
+    const std::vector<xq::deploy::engine_tensor> values = engine.run_all(test.inputs);
+    const auto& a0 = values.at(add->inputs[0]);
+    const auto& a1 = values.at(add->inputs[1]);
+    const auto& y = values.at(add->output);
+    const std::size_t add_off = check_within_one_step(values, *add, [&](std::size_t e) {
+      return double(a0.integer[e]) * a0.scale + double(a1.integer[e]) * a1.scale;
+    });
+    for (std::size_t e = 0; e < y.integer.size(); ++e) {
+      std::int32_t expected = 0;
+      if (scheme == requantization::float_multiplier)  // MLAS's scalar QLinearAdd
+        expected = std::int32_t(std::nearbyint((a0.scale * float(a0.integer[e]) + a1.scale * float(a1.integer[e])) / y.scale));
+      else
+        expected = tflite_add(a0.integer[e], a1.integer[e], a0.scale, a1.scale, y.scale,
+                              scheme == requantization::tflite_single_rounding);
+      expected = std::max(y.qmin, std::min(y.qmax, expected + y.zero_point)) - y.zero_point;
+      if (y.integer[e] != expected) {
+        FAIL_CHECK("add output " << e << ": " << y.integer[e] << ", expected " << expected);
+        break;
+      }
+    }
+    const auto& m0 = values.at(mul->inputs[0]);
+    const auto& m1 = values.at(mul->inputs[1]);
+    const std::size_t mul_off = check_within_one_step(values, *mul, [&](std::size_t e) {
+      return double(m0.integer[e]) * m0.scale * double(m1.integer[e]) * m1.scale;
+    });
+    std::printf("integer merges (%s): one step from the exact value: add %zu of %zu outputs, multiply %zu of %zu\n",
+                xq::deploy::to_string(scheme), add_off, y.integer.size(), mul_off, values.at(mul->output).integer.size());
+    // The simulation rounds the float sum once, the engine the integers' sum: predictions agree.
+    const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets);
+    INFO(report.table());
+    if (scheme == requantization::float_multiplier) std::printf("%s", report.table().c_str());
+    CHECK(report.same_top1_share() >= 0.95);
+    xq::deploy::run_options ref;
+    ref.reference_kernels = true;
+    const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
+    CHECK(same);
+    const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+    const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
+    CHECK(back.summary() == engine.summary());
+    const bool same_back = back.run(test.inputs) == engine.run(test.inputs);
+    CHECK(same_back);
+  }
+}
+
+TEST_CASE("lower: an integer-only concatenation rescales each input onto the next grid", "[deploy][lower][layers]") {
+  const xq::dataset data = quadrant_data(256, 43), test = quadrant_data(200, 44);
+  xq::set_seed(5);
+  two_grid_concat<> model;
+  xq::build(model, {1, 12, 12, 1});
+  train(model, data, 2, 3e-3f);
+  xq::quantize_options qo;
+  qo.spec.add("features");
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  train(qat, data, 1, 5e-4f);
+  CHECK(qat.features.input_quantizer(0).enabled());
+  CHECK(qat.features.input_quantizer(1).enabled());
+  for (auto scheme : {requantization::float_multiplier, requantization::tflite_double_rounding}) {
+    CAPTURE(xq::deploy::to_string(scheme));
+    xq::deploy::lower_options lo;
+    lo.requant = scheme;
+    lo.merge = xq::deploy::merge_arithmetic::integer;
+    const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+    INFO(engine.summary());
+    std::vector<const xq::deploy::rescale_op*> rescales;
+    const xq::deploy::concatenate_op* cat = nullptr;
+    for (const auto& op : engine.ops) {
+      if (auto* r = dynamic_cast<const xq::deploy::rescale_op*>(op.get())) rescales.push_back(r);
+      if (auto* c = dynamic_cast<const xq::deploy::concatenate_op*>(op.get())) cat = c;
+    }
+    // The concatenation's range is its wider input's (the max of the two maxima), so the
+    // narrower input, at least, is rescaled onto the mix conv's input grid.
+    REQUIRE(!rescales.empty());
+    REQUIRE(cat != nullptr);
+    const std::vector<xq::deploy::engine_tensor> values = engine.run_all(test.inputs);
+    const auto& joined = values.at(cat->output);
+    CHECK(joined.kind == xq::deploy::value_kind::integer);
+    CHECK(joined.scale == qat.mix.input_quantizer().site().grid(1).scale[0]);
+    for (const auto* r : rescales) {
+      const auto& x = values.at(r->inputs.at(0));
+      check_within_one_step(values, *r, [&](std::size_t e) { return double(x.integer[e]) * x.scale; });
+    }
+    const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets);
+    INFO(report.table());
+    CHECK(report.same_top1_share() >= 0.95);
+    const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+    const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "cat.xqi");
+    CHECK(back.summary() == engine.summary());
+    const bool same_back = back.run(test.inputs) == engine.run(test.inputs);
+    CHECK(same_back);
+  }
+}
+
 TEST_CASE("lower: an embedding and its tied projection", "[deploy][lower][layers]") {
   const xq::dataset data = token_data(256, 51), test = token_data(200, 52);
   for (bool lookup_quantized : {true, false}) {

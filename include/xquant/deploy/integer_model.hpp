@@ -15,8 +15,9 @@
 /// The operations are the integer runtime's instruction set: quantize (float to integers,
 /// with the simulation's own quantizer), integer convolution / depthwise / dense with int32
 /// accumulation, an int32 bias and a requantizer (requantize.hpp) or a float epilogue,
-/// integer max pooling and ReLU, reshape, float batch norm, sign (float to bits) and the
-/// binary convolution / dense of XNOR-popcount (binary_gemm.hpp).
+/// integer max pooling and ReLU, integer average pooling, add, multiply and rescaling
+/// between grids (TFLite's and onnxruntime's merges), reshape, float batch norm, sign (float
+/// to bits) and the binary convolution / dense of XNOR-popcount (binary_gemm.hpp).
 ///
 /// Every kernel has an exact scalar reference (`run_options::reference_kernels`); the
 /// fast path must give the same integers, and the tests compare the two on every model.
@@ -263,6 +264,69 @@ class concatenate_op final : public lowered_op {
  public:
   std::size_t axis = 0;
   const char* kind() const noexcept override { return "concatenate"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// The grid an op writes its integers on (the next quantizer's): real = (q - zero_point) *
+/// scale, qmin <= q <= qmax.
+struct integer_grid {
+  float scale = 1.0f;
+  std::int32_t zero_point = 0, qmin = -128, qmax = 127;
+};
+
+/// Integer addition of inputs each on its own grid, onto the grid of the next quantizer,
+/// computed by the model's requantization scheme (lowered with
+/// lower_options::merge = merge_arithmetic::integer):
+///  - TFLite's two schemes: TFLite's int8 ADD, for any number of inputs. Each centred input
+///    is shifted left by `left_shift` bits (TFLite: 20) and multiplied by s_k / (2 max s),
+///    at most 1/2, so that the sum cannot overflow; the sum is multiplied by
+///    2 max s / (2^left_shift * s_out). Both multiplies round by the scheme (requantizer);
+///  - float_multiplier: onnxruntime's QLinearAdd (MLAS's scalar rule): each s_k * (q_k - zp_k)
+///    in float32, summed in input order, divided by s_out and rounded half to even.
+/// Then the output zero point is added and the result saturated to [qmin, qmax].
+class integer_add_op final : public lowered_op {
+ public:
+  requantization scheme = requantization::float_multiplier;
+  int left_shift = 20;
+  std::vector<float> input_scales;  ///< one per input, the scale of its grid
+  integer_grid out;
+  const char* kind() const noexcept override { return "integer_add"; }
+  /// Prepares the multipliers from the scales (after they are set); argument_error naming
+  /// the path for a multiplier the scheme cannot represent.
+  XQ_DECL void prepare();
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+
+ private:
+  std::vector<requantizer> input_multipliers_;  // s_k / (2 max s), TFLite's schemes
+  requantizer output_multiplier_;               // 2 max s / (2^left_shift s_out)
+};
+
+/// Integer product of two inputs on their own grids, onto the grid of the next quantizer
+/// (TFLite's int8 MUL): the product of the centred integers, an int32, requantized by the
+/// model's scheme with the multiplier s_a * s_b / s_out, plus the output zero point,
+/// saturated.
+class integer_multiply_op final : public lowered_op {
+ public:
+  std::vector<float> input_scales;  ///< the two inputs' scales
+  integer_grid out;
+  requantizer requant;              ///< s_a * s_b / s_out, one channel
+  const char* kind() const noexcept override { return "integer_multiply"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+};
+
+/// Integers moved from one grid to another: q_out = requant(q - zp) + zp_out, saturated, with
+/// the multiplier s_in / s_out by the model's scheme. A concatenation lowered with
+/// merge_arithmetic::integer brings each input to the next quantizer's grid this way (the
+/// form of TFLite's concatenation with scaling), then copies the integers.
+class rescale_op final : public lowered_op {
+ public:
+  float in_scale = 1.0f;
+  integer_grid out;
+  requantizer requant;  ///< s_in / s_out, one channel
+  const char* kind() const noexcept override { return "rescale"; }
   XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
   XQ_DECL std::string describe() const override;
 };

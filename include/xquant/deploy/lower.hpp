@@ -20,7 +20,8 @@
 ///  - relu6 on integers of the next grid is an integer clamp to [q(0), q(6)] (the next
 ///    quantizer's own rounding of 6); global max pooling is an integer max pool;
 ///  - average and global average pooling, leaky_relu, sigmoid, tanh, swish, softmax, add and
-///    multiply compute in float with xquant's own functions on the dequantized values,
+///    multiply compute in float with xquant's own functions on the dequantized values
+///    (lower_options selects integer-only pooling and merges instead),
 ///    which are the simulation's fake-quantized floats: the next quantizer then rounds
 ///    the simulation's floats with the simulation's quantizer (measured: every element of
 ///    every layer identical, tests/deploy/test_integer_engine.cpp). A merge's inputs are
@@ -83,10 +84,27 @@ enum class average_pooling {
   integer
 };
 
+/// How add, multiply and concatenation of quantized inputs are lowered.
+enum class merge_arithmetic {
+  /// add and multiply in float on the dequantized values with xquant's own functions, as
+  /// the simulation computes them, then the next quantizer rounds (bit-exact); a
+  /// concatenation copies integers when its inputs share a grid, else floats.
+  simulated,
+  /// Integer-only, as TFLite and onnxruntime's QLinear ops, wherever every input is on an
+  /// integer grid and one per-tensor quantizer follows the output (through ReLU, max
+  /// pooling, flatten): integer_add_op, integer_multiply_op (two inputs), and a
+  /// concatenation of inputs each rescaled onto that quantizer's grid (rescale_op). The
+  /// output is rounded once, from the inputs' integers, by the model's requantization
+  /// scheme; the simulation rounds the float sum, so an output can land one step away.
+  /// Elsewhere, as simulated.
+  integer
+};
+
 struct lower_options {
   requantization requant = requantization::float_multiplier;
   bias_precision bias = bias_precision::int32;
   average_pooling average_pool = average_pooling::simulated;
+  merge_arithmetic merge = merge_arithmetic::simulated;
 };
 
 namespace detail {

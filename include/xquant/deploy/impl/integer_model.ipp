@@ -760,6 +760,150 @@ XQ_DECL void concatenate_op::run(std::vector<engine_tensor>& values, const run_o
 
 XQ_DECL std::string concatenate_op::describe() const { return xq::detail::concat("concatenate along axis ", axis); }
 
+// --- integer merges ----------------------------------------------------------------
+
+namespace detail {
+
+/// Input `k` of `op`: an integer tensor on a grid of scale `scale`, shaped as `like` (if given).
+inline const engine_tensor& integer_input(const std::vector<engine_tensor>& values, const lowered_op& op, std::size_t k,
+                                          float scale, const engine_tensor* like) {
+  const engine_tensor& t = values.at(op.inputs.at(k));
+  const std::string where = op.path + " (" + op.kind() + ")";
+  if (t.kind != value_kind::integer)
+    throw argument_error(where, xq::detail::concat("an integer input ", k), std::string("a ") + to_string(t.kind) + " one");
+  if (t.scale != scale)
+    throw argument_error(where, xq::detail::concat("input ", k, " on a grid of scale ", scale),
+                         xq::detail::concat("scale ", t.scale));
+  if (like && t.shape != like->shape)
+    throw argument_error(where, "inputs of one shape " + xq::detail::shape_string(like->shape),
+                         xq::detail::concat("input ", k, " of shape ", xq::detail::shape_string(t.shape)));
+  return t;
+}
+
+/// An integer tensor on grid `g`, shaped as `like`, with room for its elements.
+inline engine_tensor integer_output(const engine_tensor& like, const integer_grid& g) {
+  engine_tensor y;
+  y.kind = value_kind::integer;
+  y.shape = like.shape;
+  y.scale = g.scale;
+  y.zero_point = g.zero_point;
+  y.qmin = g.qmin;
+  y.qmax = g.qmax;
+  y.integer.resize(like.integer.size());
+  return y;
+}
+
+inline std::int32_t saturate_int32(std::int64_t v) noexcept {
+  return static_cast<std::int32_t>(std::max<std::int64_t>(std::numeric_limits<std::int32_t>::min(),
+                                                          std::min<std::int64_t>(std::numeric_limits<std::int32_t>::max(), v)));
+}
+
+/// q + zero_point saturated to the grid, centred again.
+inline std::int16_t saturate_centred(std::int64_t q, const integer_grid& g) noexcept {
+  return static_cast<std::int16_t>(std::max<std::int64_t>(g.qmin, std::min<std::int64_t>(g.qmax, q + g.zero_point)) -
+                                   g.zero_point);
+}
+
+inline std::string grid_string(const integer_grid& g) {
+  return xq::detail::concat("scale ", g.scale, " zero point ", g.zero_point, " [", g.qmin, ", ", g.qmax, "]");
+}
+
+}  // namespace detail
+
+XQ_DECL void integer_add_op::prepare() {
+  if (input_scales.empty()) throw argument_error(path + " (integer_add)", "at least one input scale", "none");
+  float largest = 0.0f;
+  for (float s : input_scales) {
+    if (!(s > 0.0f) || !std::isfinite(s))
+      throw argument_error(path + " (integer_add)", "finite positive input scales", xq::detail::concat(s));
+    largest = std::max(largest, s);
+  }
+  if (!(out.scale > 0.0f) || !std::isfinite(out.scale))
+    throw argument_error(path + " (integer_add)", "a finite positive output scale", xq::detail::concat(out.scale));
+  if (left_shift < 0 || left_shift > 20)
+    throw argument_error(path + " (integer_add)", "a left shift from 0 to 20 bits", xq::detail::concat(left_shift));
+  input_multipliers_.clear();
+  if (scheme == requantization::float_multiplier) return;
+  // TFLite's Prepare, in double from the float scales.
+  const double twice_max = 2.0 * double(largest);
+  for (float s : input_scales) input_multipliers_.emplace_back(scheme, std::vector<double>{double(s) / twice_max}, path);
+  output_multiplier_ =
+      requantizer(scheme, {twice_max / (double(std::int64_t(1) << left_shift) * double(out.scale))}, path);
+}
+
+XQ_DECL void integer_add_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  if (inputs.size() != input_scales.size() ||
+      (scheme != requantization::float_multiplier && input_multipliers_.size() != inputs.size()))
+    throw argument_error(path + " (integer_add)", xq::detail::concat(input_scales.size(), " prepared inputs"),
+                         xq::detail::concat(inputs.size(), " inputs and ", input_multipliers_.size(), " multipliers"));
+  const engine_tensor& first = detail::integer_input(values, *this, 0, input_scales[0], nullptr);
+  std::vector<const std::int16_t*> in;
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    in.push_back(detail::integer_input(values, *this, k, input_scales[k], &first).integer.data());
+  engine_tensor y = detail::integer_output(first, out);
+  const std::size_t n = y.integer.size();
+  if (scheme == requantization::float_multiplier) {
+    for (std::size_t e = 0; e < n; ++e) {
+      float sum = 0.0f;
+      for (std::size_t k = 0; k < in.size(); ++k) {
+        const float v = input_scales[k] * static_cast<float>(in[k][e]);
+        sum = k ? sum + v : v;
+      }
+      y.integer[e] = detail::saturate_centred(static_cast<std::int64_t>(std::nearbyint(sum / out.scale)), out);
+    }
+  } else {
+    for (std::size_t e = 0; e < n; ++e) {
+      // int32 throughout, as TFLite; the lowering picks left_shift so nothing saturates.
+      std::int64_t sum = 0;
+      for (std::size_t k = 0; k < in.size(); ++k)
+        sum += input_multipliers_[k](detail::saturate_int32(std::int64_t(in[k][e]) << left_shift), 0);
+      y.integer[e] = detail::saturate_centred(output_multiplier_(detail::saturate_int32(sum), 0), out);
+    }
+  }
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string integer_add_op::describe() const {
+  std::ostringstream s;
+  s << "integer add of " << inputs.size() << " inputs (scales";
+  for (float v : input_scales) s << " " << v;
+  s << ") onto " << detail::grid_string(out) << ", " << to_string(scheme);
+  if (scheme != requantization::float_multiplier) s << ", left shift " << left_shift;
+  return s.str();
+}
+
+XQ_DECL void integer_multiply_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  if (inputs.size() != 2 || input_scales.size() != 2 || requant.channels() != 1)
+    throw argument_error(path + " (integer_multiply)", "two inputs, two scales and one multiplier",
+                         xq::detail::concat(inputs.size(), " inputs, ", input_scales.size(), " scales, ",
+                                            requant.channels(), " multipliers"));
+  const engine_tensor& a = detail::integer_input(values, *this, 0, input_scales[0], nullptr);
+  const engine_tensor& b = detail::integer_input(values, *this, 1, input_scales[1], &a);
+  engine_tensor y = detail::integer_output(a, out);
+  for (std::size_t e = 0; e < y.integer.size(); ++e)
+    y.integer[e] = detail::saturate_centred(requant(std::int32_t(a.integer[e]) * std::int32_t(b.integer[e]), 0), out);
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string integer_multiply_op::describe() const {
+  return xq::detail::concat("integer multiply (scales ", input_scales.at(0), " ", input_scales.at(1), ") onto ",
+                            detail::grid_string(out), ", ", to_string(requant.scheme()));
+}
+
+XQ_DECL void rescale_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+  if (requant.channels() != 1)
+    throw argument_error(path + " (rescale)", "one multiplier", xq::detail::concat(requant.channels()));
+  const engine_tensor& x = detail::integer_input(values, *this, 0, in_scale, nullptr);
+  engine_tensor y = detail::integer_output(x, out);
+  for (std::size_t e = 0; e < y.integer.size(); ++e) y.integer[e] = detail::saturate_centred(requant(x.integer[e], 0), out);
+  values[output] = std::move(y);
+}
+
+XQ_DECL std::string rescale_op::describe() const {
+  return xq::detail::concat("rescale from scale ", in_scale, " onto ", detail::grid_string(out), ", ",
+                            to_string(requant.scheme()));
+}
+
 XQ_DECL void clamp_op::run(std::vector<engine_tensor>& values, const run_options&) const {
   engine_tensor y = detail::input_of(values, *this, value_kind::integer);
   for (std::int16_t& v : y.integer) v = static_cast<std::int16_t>(std::max<std::int32_t>(lo, std::min<std::int32_t>(hi, v)));

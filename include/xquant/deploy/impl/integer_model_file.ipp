@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -69,6 +70,15 @@ inline json encode_window(const window_geometry& g) {
   j["strides"] = sizes(g.strides);
   j["dilation"] = sizes(g.dilation);
   j["pads"] = sizes(g.pads);
+  return j;
+}
+
+inline json encode_grid(const integer_grid& g) {
+  json j = json::object();
+  j["scale"] = double(g.scale);
+  j["zero_point"] = g.zero_point;
+  j["qmin"] = g.qmin;
+  j["qmax"] = g.qmax;
   return j;
 }
 
@@ -139,6 +149,19 @@ inline json encode_op(const lowered_op& op) {
     j["alpha"] = double(f->alpha);
   } else if (auto* cat = dynamic_cast<const concatenate_op*>(&op)) {
     j["axis"] = static_cast<std::uint64_t>(cat->axis);
+  } else if (auto* ad = dynamic_cast<const integer_add_op*>(&op)) {
+    j["requantization"] = to_string(ad->scheme);
+    j["left_shift"] = ad->left_shift;
+    j["input_scales"] = bytes_of(ad->input_scales);
+    j["out"] = encode_grid(ad->out);
+  } else if (auto* mu = dynamic_cast<const integer_multiply_op*>(&op)) {
+    j["requantization"] = to_string(mu->requant.scheme());
+    j["input_scales"] = bytes_of(mu->input_scales);
+    j["out"] = encode_grid(mu->out);
+  } else if (auto* rs = dynamic_cast<const rescale_op*>(&op)) {
+    j["requantization"] = to_string(rs->requant.scheme());
+    j["in_scale"] = double(rs->in_scale);
+    j["out"] = encode_grid(rs->out);
   } else if (auto* cl = dynamic_cast<const clamp_op*>(&op)) {
     j["lo"] = cl->lo;
     j["hi"] = cl->hi;
@@ -241,6 +264,18 @@ class reader {
     for (std::size_t a = 0; a < 2; ++a)
       if (!g.window[a] || !g.strides[a] || !g.dilation[a] || g.window[a] > 4096 || g.pads[a] > 4096 || g.pads[a + 2] > 4096)
         fail(at, "expected windows, strides and dilations of at least 1 (and sizes below 4096)");
+    return g;
+  }
+  /// An output grid whose centred integers fit int16, with a finite positive scale.
+  integer_grid grid(const json& j, const std::string& where) const {
+    integer_grid g;
+    g.scale = float(number(j, "scale", where));
+    g.zero_point = std::int32_t(integer(j, "zero_point", where, -65536, 65536));
+    g.qmin = std::int32_t(integer(j, "qmin", where, -32768, 65535));
+    g.qmax = std::int32_t(integer(j, "qmax", where, g.qmin, 65535));
+    if (!(g.scale > 0.0f) || !std::isfinite(g.scale)) fail(where + ".scale", "expected a finite positive scale");
+    if (g.qmax - g.zero_point > 32767 || g.qmin - g.zero_point < -32768)
+      fail(where, "expected a grid whose centred integers fit int16");
     return g;
   }
   quantizer_config config(const json& j, const std::string& where) const {
@@ -417,6 +452,36 @@ inline std::unique_ptr<lowered_op> decode_op(const reader& r, const json& j, con
       op->axis = r.count(j, "axis", at, 16);
       return op;
     }
+    if (kind == "integer_add") {
+      auto op = std::make_unique<integer_add_op>();
+      op->path = at;
+      op->scheme = requantization_from_string(r.text(j, "requantization", at));
+      op->left_shift = int(r.integer(j, "left_shift", at, 0, 20));
+      op->input_scales = r.numbers<float>(j, "input_scales", at, r.sizes(j, "inputs", at).size());
+      op->out = r.grid(r.field(j, "out", at), at + ".out");
+      op->prepare();
+      return op;
+    }
+    if (kind == "integer_multiply") {
+      auto op = std::make_unique<integer_multiply_op>();
+      const requantization scheme = requantization_from_string(r.text(j, "requantization", at));
+      op->input_scales = r.numbers<float>(j, "input_scales", at, 2);
+      op->out = r.grid(r.field(j, "out", at), at + ".out");
+      for (float v : op->input_scales)
+        if (!(v > 0.0f)) fail("expected positive input scales");
+      op->requant = requantizer(
+          scheme, {double(op->input_scales[0]) * double(op->input_scales[1]) / double(op->out.scale)}, at);
+      return op;
+    }
+    if (kind == "rescale") {
+      auto op = std::make_unique<rescale_op>();
+      const requantization scheme = requantization_from_string(r.text(j, "requantization", at));
+      op->in_scale = float(r.number(j, "in_scale", at));
+      op->out = r.grid(r.field(j, "out", at), at + ".out");
+      if (!(op->in_scale > 0.0f)) fail("expected a positive input scale");
+      op->requant = requantizer(scheme, {double(op->in_scale) / double(op->out.scale)}, at);
+      return op;
+    }
     if (kind == "clamp") {
       auto op = std::make_unique<clamp_op>();
       op->lo = std::int32_t(r.integer(j, "lo", at, -32768, 32767));
@@ -523,7 +588,8 @@ XQ_DECL integer_model decode_integer_model(const std::uint8_t* data, std::size_t
     op->path = r.text(ops[i], "path", at);
     op->inputs = r.sizes(ops[i], "inputs", at);
     op->output = r.count(ops[i], "output", at, m.value_count - 1);
-    const bool merge = dynamic_cast<const concatenate_op*>(op.get()) ||
+    const bool merge = dynamic_cast<const concatenate_op*>(op.get()) || dynamic_cast<const integer_add_op*>(op.get()) ||
+                       dynamic_cast<const integer_multiply_op*>(op.get()) ||
                        (dynamic_cast<const real_function_op*>(op.get()) &&
                         (std::string(op->kind()) == "add" || std::string(op->kind()) == "multiply"));
     if (merge ? op->inputs.empty() : op->inputs.size() != 1)

@@ -377,6 +377,7 @@ class lowering : trace_walk {
       if (meta_[v].kind == value_kind::bits || meta_[v].kind == value_kind::accumulator) v = to_real(v, path);
       vs.push_back(v);
     }
+    if (o_.merge == merge_arithmetic::integer && lower_integer_merge(i, path, function, axis, vs)) return;
     if (function == "concatenate") {
       const long rank = long(c.output->value.dimension());
       const long ax = axis < 0 ? axis + rank : axis;
@@ -402,6 +403,74 @@ class lowering : trace_walk {
     auto op = std::make_unique<real_function_op>();
     op->function = function;
     value_of_[c.output] = emit(std::move(op), path, vs, real_meta());
+  }
+
+  /// merge_arithmetic::integer: the merge as integer ops onto the grid of the quantizer
+  /// that follows it; false (nothing emitted) where an input is not on an integer grid, no
+  /// one quantizer follows, or the shapes or input count have no integer form.
+  bool lower_integer_merge(std::size_t i, const std::string& path, const std::string& function, int axis,
+                           std::vector<std::size_t>& vs) {
+    const traced_call& c = g_.calls()[i];
+    for (std::size_t v : vs)
+      if (meta_[v].kind != value_kind::integer) return false;
+    const fake_quantizer* target = next_quantizer(c.output);
+    if (!target) return false;
+    const quantization_grid tg = target->grid(1);
+    const integer_grid out{tg.scale[0], tg.zero_point[0], tg.qmin, tg.qmax};
+    engine_tensor out_meta = kind_meta(value_kind::integer);
+    out_meta.scale = out.scale;
+    out_meta.zero_point = out.zero_point;
+    out_meta.qmin = out.qmin;
+    out_meta.qmax = out.qmax;
+    const auto& shape0 = c.inputs.at(0)->value.shape();
+    bool same_shapes = true;
+    for (const variable_state* in : c.inputs) same_shapes = same_shapes && in->value.shape() == shape0;
+    if (function == "add" && same_shapes) {
+      auto op = std::make_unique<integer_add_op>();
+      op->path = path;
+      op->scheme = o_.requant;
+      op->out = out;
+      // TFLite's 20 bits unless the inputs' integers could overflow the int32 sum: each
+      // term is at most |q - zp| * 2^(left_shift - 1).
+      std::int64_t widest = 1;
+      for (std::size_t v : vs) {
+        op->input_scales.push_back(meta_[v].scale);
+        widest = std::max<std::int64_t>(widest, std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin));
+      }
+      while (op->left_shift > 0 &&
+             std::int64_t(vs.size()) * widest * (std::int64_t(1) << (op->left_shift - 1)) >= (std::int64_t(1) << 31))
+        --op->left_shift;
+      op->prepare();
+      grid_owners_.push_back(target);
+      value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
+      return true;
+    }
+    if (function == "multiply" && same_shapes && vs.size() == 2) {
+      auto op = std::make_unique<integer_multiply_op>();
+      op->input_scales = {meta_[vs[0]].scale, meta_[vs[1]].scale};
+      op->out = out;
+      op->requant = requantizer(o_.requant, {double(meta_[vs[0]].scale) * double(meta_[vs[1]].scale) / double(out.scale)}, path);
+      grid_owners_.push_back(target);
+      value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
+      return true;
+    }
+    if (function != "concatenate") return false;
+    const long rank = long(c.output->value.dimension());
+    const long ax = axis < 0 ? axis + rank : axis;
+    if (ax < 0 || ax >= rank) return false;  // the float path names the error
+    for (std::size_t& v : vs) {
+      if (same_grid(meta_[v], tg)) continue;
+      auto r = std::make_unique<rescale_op>();
+      r->in_scale = meta_[v].scale;
+      r->out = out;
+      r->requant = requantizer(o_.requant, {double(meta_[v].scale) / double(out.scale)}, path);
+      v = emit(std::move(r), path, {v}, out_meta);
+    }
+    auto op = std::make_unique<concatenate_op>();
+    op->axis = std::size_t(ax);
+    grid_owners_.push_back(target);
+    value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
+    return true;
   }
 
   /// An embedding: a gather of the table the simulation looks up in (its kernel
