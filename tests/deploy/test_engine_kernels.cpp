@@ -18,6 +18,7 @@
 #include <xquant/deploy/binary_gemm.hpp>
 #include <xquant/deploy/engine_kernels.hpp>
 #include <xquant/deploy/integer_gemm.hpp>
+#include <xquant/deploy/integer_model.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -524,4 +525,125 @@ TEST_CASE("a binary conv with its pooling, batch norm and sign in one pass equal
       }
     }
   }
+}
+
+TEST_CASE("a float convolution with a ±1 kernel: sums in window order, any batch, within rounding of BLAS",
+          "[deploy][kernels]") {
+  struct shape {
+    std::size_t n, h, w, c, k, f, stride;
+    bool same, bias;
+  };
+  std::mt19937 rng(9);
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  std::uniform_int_distribution<int> tap(0, 9);
+  // The examples' stem (28x28, 1 -> 64), ragged filter counts (a 16-wide block and a
+  // tail), several input channels, strides, valid padding, a bias.
+  for (const shape& s : {shape{3, 28, 28, 1, 3, 64, 1, true, false}, shape{2, 9, 7, 3, 3, 70, 2, true, true},
+                         shape{2, 10, 10, 2, 5, 5, 1, false, true}, shape{4, 12, 12, 1, 3, 16, 1, true, true}}) {
+    CAPTURE(s.h, s.w, s.c, s.k, s.f, s.stride, s.same, s.bias);
+    xq::deploy::real_linear_op op;
+    op.path = "stem";
+    op.kernel = xq::tensor::from_shape({s.k, s.k, s.c, s.f});
+    for (float& v : op.kernel) {
+      const int t = tap(rng);
+      v = t == 0 ? 0.0f : (t % 2 ? 1.0f : -1.0f);
+    }
+    op.has_bias = s.bias;
+    op.bias = xq::tensor::from_shape({s.f});
+    for (float& v : op.bias) v = value(rng);
+    op.strides = {s.stride, s.stride};
+    op.padding = s.same ? 1 : 0;
+    op.inputs = {0};
+    op.output = 1;
+    REQUIRE(op.unit_kernel());
+    CHECK(op.batch_invariant());
+    xq::deploy::engine_tensor x;
+    x.shape = {s.n, s.h, s.w, s.c};
+    x.real.resize(x.elements());
+    for (float& v : x.real) v = value(rng);
+    x.real[0] = -0.0f;
+    std::vector<xq::deploy::engine_tensor> ref = {x, {}};
+    xq::deploy::run_options reference;
+    reference.reference_kernels = true;
+    op.run(ref, reference);  // xq::ops::conv2d: im2col + OpenBLAS
+    const auto& y_ref = ref[1];
+    REQUIRE(y_ref.shape.size() == 4);
+    const std::size_t oh = y_ref.shape[1], ow = y_ref.shape[2];
+    // The definition, written out: the window's products in (kh, kw, c) order from +0, the
+    // padding as 0, then the bias; and the bound on two orders of the same exact products.
+    const long pad_h = s.same ? long(((oh - 1) * s.stride + s.k > s.h ? (oh - 1) * s.stride + s.k - s.h : 0) / 2) : 0;
+    const long pad_w = s.same ? long(((ow - 1) * s.stride + s.k > s.w ? (ow - 1) * s.stride + s.k - s.w : 0) / 2) : 0;
+    std::vector<float> defined(y_ref.real.size()), bound(y_ref.real.size());
+    for (std::size_t b = 0; b < s.n; ++b)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j)
+          for (std::size_t q = 0; q < s.f; ++q) {
+            float sum = 0.0f;
+            double magnitude = 0.0;
+            for (std::size_t u = 0; u < s.k; ++u)
+              for (std::size_t v = 0; v < s.k; ++v)
+                for (std::size_t ch = 0; ch < s.c; ++ch) {
+                  const long r = long(i * s.stride + u) - pad_h, c = long(j * s.stride + v) - pad_w;
+                  const bool inside = r >= 0 && c >= 0 && r < long(s.h) && c < long(s.w);
+                  const float xv = inside ? x.real[((b * s.h + std::size_t(r)) * s.w + std::size_t(c)) * s.c + ch] : 0.0f;
+                  const float p = xv * op.kernel.data()[((u * s.k + v) * s.c + ch) * s.f + q];
+                  sum += p;
+                  magnitude += std::fabs(double(p));
+                }
+            const std::size_t e = ((b * oh + i) * ow + j) * s.f + q;
+            defined[e] = s.bias ? sum + op.bias.data()[q] : sum;
+            bound[e] = float(2.0 * double(s.k * s.k * s.c) * std::ldexp(magnitude, -24) + std::ldexp(std::fabs(double(defined[e])), -23));
+          }
+    on_one_and_two_threads([&] {
+      std::vector<xq::deploy::engine_tensor> fast = {x, {}};
+      op.run(fast, {});
+      REQUIRE(fast[1].shape == y_ref.shape);
+      std::size_t not_defined = 0, beyond = 0, not_blas = 0;
+      for (std::size_t e = 0; e < y_ref.real.size(); ++e) {
+        not_defined += std::memcmp(&fast[1].real[e], &defined[e], sizeof(float)) != 0;
+        beyond += !(std::fabs(fast[1].real[e] - y_ref.real[e]) <= bound[e]);
+        not_blas += fast[1].real[e] != y_ref.real[e];
+      }
+      INFO(not_defined << " outputs differ from the definition's bits, " << beyond << " from BLAS's beyond the bound ("
+                       << not_blas << " of " << y_ref.real.size() << " not BLAS's bits: its order depends on the tile)");
+      CHECK(not_defined == 0);
+      CHECK(beyond == 0);
+    });
+  }
+  // The conv with its max pool in one pass: the two kernels' bits, overlapping and padded
+  // windows included.
+  for (const auto& [k, pool_size, pool_stride, pool_pad] :
+       {std::array<std::size_t, 4>{3, 2, 2, 0}, {3, 3, 2, 1}, {5, 2, 1, 0}}) {
+    CAPTURE(k, pool_size, pool_stride, pool_pad);
+    const std::size_t n = 3, h = 13, w = 11, c = 2, f = 37;
+    std::vector<float> x(n * h * w * c), kernel(k * k * c * f), bias(f);
+    for (float& v : x) v = value(rng);
+    for (float& v : kernel) v = tap(rng) % 2 ? 1.0f : -1.0f;
+    for (float& v : bias) v = value(rng);
+    window_geometry conv;
+    conv.window = {k, k};
+    conv.pads = {k / 2, k / 2, k / 2, k / 2};
+    window_geometry pool;
+    pool.window = {pool_size, pool_size};
+    pool.strides = {pool_stride, pool_stride};
+    pool.pads = {pool_pad, pool_pad, pool_pad, pool_pad};
+    const std::size_t oh = conv.output_extent(h, 0), ow = conv.output_extent(w, 1);
+    const std::size_t ph = pool.output_extent(oh, 0), pw = pool.output_extent(ow, 1);
+    std::vector<float> full(n * oh * ow * f), pooled(n * ph * pw * f), fused(pooled.size());
+    xq::deploy::unit_kernel_conv2d_f32(x.data(), n, h, w, c, conv, kernel.data(), f, bias.data(), full.data());
+    xq::deploy::max_pool_nhwc_f32(full.data(), n, oh, ow, f, pool, pooled.data());
+    on_one_and_two_threads([&] {
+      xq::deploy::unit_kernel_conv2d_max_pool_f32(x.data(), n, h, w, c, conv, kernel.data(), f, bias.data(), pool,
+                                                  fused.data());
+      CHECK(std::memcmp(fused.data(), pooled.data(), pooled.size() * sizeof(float)) == 0);
+    });
+  }
+  // Any other weight (a product that rounds) goes through the GEMM.
+  xq::deploy::real_linear_op op;
+  op.kernel = xq::tensor::from_shape({3, 3, 1, 4});
+  for (float& v : op.kernel) v = 1.0f;
+  CHECK(op.unit_kernel());
+  op.kernel.data()[5] = 0.5f;
+  CHECK_FALSE(op.unit_kernel());
+  CHECK_FALSE(op.batch_invariant());
 }

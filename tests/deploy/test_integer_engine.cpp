@@ -101,6 +101,19 @@ struct tied_lm {
   xq::var operator()(const xq::var& ids) { return project(xq::ops::relu(hidden(flat(embed(ids))))); }
 };
 
+/// integer_model::run computes the batch in slices (spread over threads): the output of
+/// any slicing is the whole batch's, bit for bit.
+void check_slices(const xq::deploy::integer_model& engine, const xq::tensor& inputs) {
+  const xq::tensor whole = engine.run_all(inputs).at(engine.output_value).to_real();
+  for (std::size_t slice : {std::size_t(0), std::size_t(1), std::size_t(3), inputs.shape()[0]}) {
+    CAPTURE(slice);
+    xq::deploy::run_options o;
+    o.batch_slice = slice;
+    const bool same = engine.run(inputs, o) == whole;
+    CHECK(same);
+  }
+}
+
 /// Parity 100% at every quantized tensor, fast == reference kernels, and a save/load
 /// round trip that runs the same.
 template <class Model>
@@ -124,6 +137,7 @@ void check_exact(Model& qat, const std::vector<std::size_t>& sample, const xq::t
   ref.reference_kernels = true;
   const bool same = engine.run(inputs, ref) == engine.run(inputs);
   CHECK(same);
+  check_slices(engine, inputs);
   const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
   const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
   CHECK(back.summary() == engine.summary());
@@ -652,10 +666,13 @@ TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with L
 
   const auto engine = xq::deploy::lower(model, {12, 12, 1});
   INFO(engine.summary());
-  std::size_t binary_ops = 0;
-  for (const auto& op : engine.ops)
+  std::size_t binary_ops = 0, fused_stems = 0;
+  for (const auto& op : engine.ops) {
     if (dynamic_cast<const xq::deploy::binary_linear_op*>(op.get())) ++binary_ops;
+    if (auto* r = dynamic_cast<const xq::deploy::real_linear_op*>(op.get())) fused_stems += r->pooled;
+  }
   CHECK(binary_ops == 3);
+  CHECK(fused_stems == 1);  // the ±1 stem with its max pool
   const xq::dataset test = quadrant_data(100, 22);
   const auto report = xq::deploy::parity(model, engine, test.inputs, &test.targets, 50);
   INFO(report.table());
@@ -667,6 +684,12 @@ TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with L
   ref.reference_kernels = true;
   const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
   CHECK(same);
+  check_slices(engine, test.inputs);
+  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "bnn.xqi");
+  CHECK(back.summary() == engine.summary());
+  const bool same_back = back.run(test.inputs) == engine.run(test.inputs);
+  CHECK(same_back);
 }
 
 namespace {

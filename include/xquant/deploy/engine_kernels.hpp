@@ -177,6 +177,28 @@ XQ_DECL void binary_conv2d_pool_norm_sign_bits(const std::uint64_t* x, std::size
                                               const window_geometry& pool, const float* mean, const float* scale,
                                               const float* offset, std::uint64_t* bits);
 
+/// A float convolution whose kernel (KH, KW, c, f) holds only +1, -1 and 0 (a binarized
+/// network's stem: the image in float, the kernel binarized), computed directly, without
+/// im2col or a GEMM: y = sum over the window in (kh, kw, c) order of x * w, from +0, the
+/// padding read as 0, then + bias[f] when `bias` is not null. Every product is exact, so
+/// only the order of the sum is a choice: this one is fixed, the same bits for any batch
+/// size and thread count. im2col + OpenBLAS's GEMM adds the same products in an order that
+/// depends on the tile a pixel lands in (measured: even/odd accumulators in 8-row tiles,
+/// in order in most others), hence on the batch size: the two agree within the rounding of
+/// a K-term sum (tests/deploy/test_engine_kernels.cpp checks both claims).
+/// `g`: the window with explicit padding (integer_model.hpp).
+XQ_DECL void unit_kernel_conv2d_f32(const float* x, std::size_t n, std::size_t h, std::size_t w, std::size_t c,
+                                    const window_geometry& g, const float* kernel, std::size_t f, const float* bias,
+                                    float* y);
+
+/// unit_kernel_conv2d_f32 then max_pool_nhwc_f32 with window `pool` over its output, in one
+/// pass: each pooled pixel's conv pixels are summed into a small buffer and maxed as the
+/// pool maxes them (the same bits), and the full-size conv output (a stem's 28x28x64 per
+/// image) is never written.
+XQ_DECL void unit_kernel_conv2d_max_pool_f32(const float* x, std::size_t n, std::size_t h, std::size_t w,
+                                             std::size_t c, const window_geometry& conv, const float* kernel,
+                                             std::size_t f, const float* bias, const window_geometry& pool, float* y);
+
 /// batch_norm_op alone: y[e] = (float(x[e]) - mean[ch]) * scale[ch] + offset[ch] with
 /// ch = e % channels, over `elements` values (a real input: x as it is).
 XQ_DECL void batch_norm_f32(const float* x, std::size_t elements, const float* mean, const float* scale,

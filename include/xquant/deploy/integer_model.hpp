@@ -66,6 +66,12 @@ struct engine_tensor {
 struct run_options {
   /// Run the scalar reference kernels instead of the fast ones (the oracle).
   bool reference_kernels = false;
+  /// integer_model::run: samples per slice of the batch (0: 8). Every op computes each
+  /// sample on its own, so where every op's bits are independent of the batch size
+  /// (lowered_op::batch_invariant) the model runs slice by slice, each slice's tensors
+  /// small enough to stay in cache, the slices spread over the threads (a binarized CNN's
+  /// engine 1.9x faster at batch 64 than whole-batch ops, bench/README.md).
+  std::size_t batch_slice = 0;
 };
 
 /// The geometry of a windowed operation: window, strides, dilation and explicit padding
@@ -90,6 +96,9 @@ class lowered_op {
   virtual void run(std::vector<engine_tensor>& values, const run_options& o) const = 0;
   /// One line for the model's summary: what it computes, its grids.
   virtual std::string describe() const = 0;
+  /// Whether each sample's result is the same bits whatever the batch size around it
+  /// (integer_model::run then computes the batch in slices).
+  virtual bool batch_invariant() const noexcept { return true; }
 };
 
 /// real -> integer, with the simulation's quantizer (any numerics: its own fake-quant
@@ -216,7 +225,8 @@ class binary_linear_op final : public lowered_op {
 
 /// A float convolution or dense layer (a float-input layer with binary weights, such as
 /// a BNN's stem, or a layer the model leaves unquantized), with xquant's float kernels,
-/// so it computes what the simulation computed.
+/// so it computes what the simulation computed (a ±1 kernel: within the rounding of the
+/// sum's order, see unit_kernel).
 class real_linear_op final : public lowered_op {
  public:
   bool dense = false, depthwise = false;
@@ -229,7 +239,18 @@ class real_linear_op final : public lowered_op {
   /// dense only: x · kernelᵀ with the kernel (V, D) (a tied projection), as
   /// xq::ops::matmul_transposed computes it.
   bool transposed = false;
+  /// conv only: the max pooling that followed it, fused (the lowering fuses it after a ±1
+  /// kernel: unit_kernel_conv2d_max_pool_f32 never writes the full-size output).
+  bool pooled = false;
+  window_geometry pool;
   const char* kind() const noexcept override { return dense ? "real_dense" : "real_conv2d"; }
+  /// A convolution whose kernel holds only ±1 and 0 (a binarized stem): the fast path
+  /// sums its exact products in window order (unit_kernel_conv2d_f32, engine_kernels.hpp),
+  /// the same bits for any batch size, within a K-term sum's rounding of the simulation's
+  /// GEMM, whose order follows OpenBLAS's tiles. Other kernels, and the reference path, run
+  /// xquant's im2col + BLAS GEMM, the simulation's own arithmetic on the same batch.
+  XQ_DECL bool unit_kernel() const noexcept;
+  bool batch_invariant() const noexcept override { return !dense && unit_kernel(); }
   XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
   XQ_DECL std::string describe() const override;
 };

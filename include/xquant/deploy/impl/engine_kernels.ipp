@@ -772,4 +772,143 @@ XQ_DECL void batch_norm_f32(const std::int32_t* acc, std::size_t elements, const
   detail::batch_norm_values(acc, elements, mean, scale, offset, channels, y);
 }
 
+namespace detail {
+
+/// Output channels [f0, f0 + Block) of one output pixel of unit_kernel_conv2d_f32, the
+/// sums in registers when Block is a compile-time width (8, 16, 32 or 64 lanes).
+template <std::size_t Block>
+XQ_ALWAYS_INLINE void unit_kernel_pixel(const float* x, std::size_t h, std::size_t w, std::size_t c,
+                                        const window_geometry& g, std::size_t i, std::size_t j, const float* kernel,
+                                        std::size_t f, std::size_t f0, std::size_t width, const float* bias, float* y) {
+  float acc[Block == 0 ? 1 : Block];
+  const std::size_t lanes = Block ? Block : width;
+  float* sum = Block ? acc : y;  // a run-time width accumulates in the output row itself
+  for (std::size_t q = 0; q < lanes; ++q) sum[q] = 0.0f;
+  for (std::size_t u = 0; u < g.window[0]; ++u) {
+    const long row = long(i * g.strides[0] + u * g.dilation[0]) - long(g.pads[0]);
+    for (std::size_t v = 0; v < g.window[1]; ++v) {
+      const long col = long(j * g.strides[1] + v * g.dilation[1]) - long(g.pads[1]);
+      const bool inside = row >= 0 && row < long(h) && col >= 0 && col < long(w);
+      const float* px = inside ? x + (std::size_t(row) * w + std::size_t(col)) * c : nullptr;
+      const float* wr = kernel + (u * g.window[1] + v) * c * f + f0;
+      for (std::size_t ch = 0; ch < c; ++ch, wr += f) {
+        const float xv = inside ? px[ch] : 0.0f;  // the padding's products are added too, as im2col's zeros are
+        XQ_OMP_SIMD
+        for (std::size_t q = 0; q < lanes; ++q) sum[q] += xv * wr[q];
+      }
+    }
+  }
+  if (bias)
+    for (std::size_t q = 0; q < lanes; ++q) y[q] = sum[q] + bias[f0 + q];
+  else if (Block)
+    for (std::size_t q = 0; q < lanes; ++q) y[q] = sum[q];
+}
+
+#if defined(__AVX2__)
+/// acc + x * w for w in {-1, 0, 1}: the product is exact, so a fused multiply-add rounds
+/// the sum alone, as the separate add does: the same bits in one instruction.
+XQ_ALWAYS_INLINE __m256 unit_product_add(__m256 acc, __m256 x, const float* w) {
+#if defined(__FMA__)
+  return _mm256_fmadd_ps(x, _mm256_loadu_ps(w), acc);
+#else
+  return _mm256_add_ps(acc, _mm256_mul_ps(x, _mm256_loadu_ps(w)));
+#endif
+}
+
+/// unit_kernel_pixel<64> in eight AVX registers: the same products (exact) added in the same
+/// order, one output channel per lane, so the same bits.
+template <>
+XQ_ALWAYS_INLINE void unit_kernel_pixel<64>(const float* x, std::size_t h, std::size_t w, std::size_t c,
+                                            const window_geometry& g, std::size_t i, std::size_t j,
+                                            const float* kernel, std::size_t f, std::size_t f0, std::size_t,
+                                            const float* bias, float* y) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (std::size_t u = 0; u < g.window[0]; ++u) {
+    const long row = long(i * g.strides[0] + u * g.dilation[0]) - long(g.pads[0]);
+    for (std::size_t v = 0; v < g.window[1]; ++v) {
+      const long col = long(j * g.strides[1] + v * g.dilation[1]) - long(g.pads[1]);
+      const bool inside = row >= 0 && row < long(h) && col >= 0 && col < long(w);
+      const float* px = inside ? x + (std::size_t(row) * w + std::size_t(col)) * c : nullptr;
+      const float* wr = kernel + (u * g.window[1] + v) * c * f + f0;
+      for (std::size_t ch = 0; ch < c; ++ch, wr += f) {
+        const __m256 xv = _mm256_set1_ps(inside ? px[ch] : 0.0f);
+        a0 = unit_product_add(a0, xv, wr);
+        a1 = unit_product_add(a1, xv, wr + 8);
+        a2 = unit_product_add(a2, xv, wr + 16);
+        a3 = unit_product_add(a3, xv, wr + 24);
+        a4 = unit_product_add(a4, xv, wr + 32);
+        a5 = unit_product_add(a5, xv, wr + 40);
+        a6 = unit_product_add(a6, xv, wr + 48);
+        a7 = unit_product_add(a7, xv, wr + 56);
+      }
+    }
+  }
+  const __m256 acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+  for (std::size_t r = 0; r < 8; ++r) {
+    const __m256 out = bias ? _mm256_add_ps(acc[r], _mm256_loadu_ps(bias + f0 + 8 * r)) : acc[r];
+    _mm256_storeu_ps(y + 8 * r, out);
+  }
+}
+#endif
+
+}  // namespace detail
+
+namespace detail {
+
+/// Every output channel of output pixel (i, j) of one image.
+inline void unit_kernel_pixel_all(const float* image, std::size_t h, std::size_t w, std::size_t c,
+                                  const window_geometry& g, std::size_t i, std::size_t j, const float* kernel,
+                                  std::size_t f, const float* bias, float* out) {
+  std::size_t f0 = 0;
+  for (; f0 + 64 <= f; f0 += 64) unit_kernel_pixel<64>(image, h, w, c, g, i, j, kernel, f, f0, 64, bias, out + f0);
+  for (; f0 + 16 <= f; f0 += 16) unit_kernel_pixel<16>(image, h, w, c, g, i, j, kernel, f, f0, 16, bias, out + f0);
+  if (f0 < f) unit_kernel_pixel<0>(image, h, w, c, g, i, j, kernel, f, f0, f - f0, bias, out + f0);
+}
+
+}  // namespace detail
+
+XQ_DECL void unit_kernel_conv2d_f32(const float* x, std::size_t n, std::size_t h, std::size_t w, std::size_t c,
+                                    const window_geometry& g, const float* kernel, std::size_t f, const float* bias,
+                                    float* y) {
+  const std::size_t oh = g.output_extent(h, 0), ow = g.output_extent(w, 1);
+  detail::for_item_chunks(n, detail::engine_threads(n * oh * ow * f), [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j)
+          detail::unit_kernel_pixel_all(x + b * h * w * c, h, w, c, g, i, j, kernel, f, bias,
+                                        y + ((b * oh + i) * ow + j) * f);
+  });
+}
+
+XQ_DECL void unit_kernel_conv2d_max_pool_f32(const float* x, std::size_t n, std::size_t h, std::size_t w,
+                                             std::size_t c, const window_geometry& conv, const float* kernel,
+                                             std::size_t f, const float* bias, const window_geometry& pool, float* y) {
+  const std::size_t ch = conv.output_extent(h, 0), cw = conv.output_extent(w, 1);
+  const std::size_t ph = pool.output_extent(ch, 0), pw = pool.output_extent(cw, 1);
+  const std::size_t taps_max = pool.window[0] * pool.window[1];
+  detail::for_item_chunks(n, detail::engine_threads(n * ch * cw * f), [&](std::size_t b0, std::size_t b1) {
+    std::vector<float> sums(taps_max * f);  // the window's conv pixels, computed where they are needed
+    std::vector<const float*> taps(taps_max);
+    for (std::size_t b = b0; b < b1; ++b) {
+      const float* image = x + b * h * w * c;
+      for (std::size_t i = 0; i < ph; ++i)
+        for (std::size_t j = 0; j < pw; ++j) {
+          std::size_t count = 0;  // max_pool_images's taps, in its order
+          for (std::size_t u = 0; u < pool.window[0]; ++u) {
+            const long r = long(i * pool.strides[0] + u) - long(pool.pads[0]);
+            if (r < 0 || r >= long(ch)) continue;
+            for (std::size_t v = 0; v < pool.window[1]; ++v) {
+              const long q = long(j * pool.strides[1] + v) - long(pool.pads[1]);
+              if (q < 0 || q >= long(cw)) continue;
+              float* at = sums.data() + count * f;
+              detail::unit_kernel_pixel_all(image, h, w, c, conv, std::size_t(r), std::size_t(q), kernel, f, bias, at);
+              taps[count++] = at;
+            }
+          }
+          detail::max_of_taps(taps.data(), count, f, y + ((b * ph + i) * pw + j) * f);
+        }
+    }
+  });
+}
+
 }  // namespace xq::deploy

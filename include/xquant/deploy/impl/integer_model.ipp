@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -17,6 +18,9 @@
 #include "../../core/tape.hpp"
 #include "../../core/var.hpp"
 #include "../../core/graph_trace.hpp"
+#include "../../kernels/padding.hpp"
+#include "../../kernels/parallel.hpp"
+#include "../../kernels/threads.hpp"
 #include "../../layers/activation.hpp"
 #include "../../layers/add.hpp"
 #include "../../layers/average_pool2d.hpp"
@@ -617,8 +621,47 @@ XQ_DECL std::string binary_linear_op::describe() const {
 
 // --- float layers --------------------------------------------------------------------
 
-XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_options&) const {
+XQ_DECL bool real_linear_op::unit_kernel() const noexcept {
+  if (dense || depthwise || kernel.dimension() != 4) return false;
+  for (float v : kernel)
+    if (v != 1.0f && v != -1.0f && v != 0.0f) return false;
+  return true;
+}
+
+XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
   const engine_tensor& x = detail::input_of(values, *this, value_kind::real);
+  if (!o.reference_kernels && unit_kernel() && x.shape.size() == 4 && x.shape[3] == kernel.shape()[2]) {
+    // A binarized stem: summed directly, the bits of the im2col + GEMM path below.
+    conv2d_geometry cg;
+    cg.strides = strides;
+    cg.dilation = dilation;
+    cg.padding = padding ? xq::padding::same : xq::padding::valid;
+    const window2d w = resolve_window(path, x.shape, kernel.shape()[0], kernel.shape()[1], cg);
+    window_geometry g;
+    g.window = {w.k_h, w.k_w};
+    g.strides = strides;
+    g.dilation = dilation;
+    const std::size_t ext_h = (w.k_h - 1) * w.dilation_h + 1, ext_w = (w.k_w - 1) * w.dilation_w + 1;
+    g.pads = {w.pad_top, w.pad_left,
+              std::size_t(std::max<long>(0, long((w.out_h - 1) * w.stride_h + ext_h) - long(w.in_h + w.pad_top))),
+              std::size_t(std::max<long>(0, long((w.out_w - 1) * w.stride_w + ext_w) - long(w.in_w + w.pad_left)))};
+    const std::size_t f = kernel.shape()[3];
+    engine_tensor out;
+    const float* b = has_bias ? bias.data() : nullptr;
+    if (pooled) {
+      out.shape = {w.batch, pool.output_extent(w.out_h, 0), pool.output_extent(w.out_w, 1), f};
+      out.real.resize(out.elements());
+      unit_kernel_conv2d_max_pool_f32(x.real.data(), w.batch, w.in_h, w.in_w, w.channels, g, kernel.data(), f, b, pool,
+                                      out.real.data());
+    } else {
+      out.shape = {w.batch, w.out_h, w.out_w, f};
+      out.real.resize(out.elements());
+      unit_kernel_conv2d_f32(x.real.data(), w.batch, w.in_h, w.in_w, w.channels, g, kernel.data(), f, b,
+                             out.real.data());
+    }
+    values[output] = std::move(out);
+    return;
+  }
   tensor in = tensor::from_shape(x.shape);
   std::copy(x.real.begin(), x.real.end(), in.data());
   const xq::no_grad scope;
@@ -639,12 +682,25 @@ XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_o
   engine_tensor out;
   out.shape.assign(y.value().shape().begin(), y.value().shape().end());
   out.real.assign(y.value().begin(), y.value().end());
+  if (pooled && out.shape.size() == 4) {  // the fused max pool, as max_pool_op computes it
+    const std::size_t oh = pool.output_extent(out.shape[1], 0), ow = pool.output_extent(out.shape[2], 1);
+    engine_tensor p;
+    p.shape = {out.shape[0], oh, ow, out.shape[3]};
+    if (o.reference_kernels) {
+      detail::max_pool_nhwc(out.real, out.shape, pool, oh, ow, p.real);
+    } else {
+      p.real.resize(p.elements());
+      max_pool_nhwc_f32(out.real.data(), out.shape[0], out.shape[1], out.shape[2], out.shape[3], pool, p.real.data());
+    }
+    out = std::move(p);
+  }
   values[output] = std::move(out);
 }
 
 XQ_DECL std::string real_linear_op::describe() const {
   std::ostringstream s;
   s << kind() << " kernel " << xq::detail::shape_string(kernel.shape()) << (has_bias ? " + bias" : "") << " (float32)";
+  if (pooled) s << ", then max_pool2d " << detail::window_string(pool);
   return s.str();
 }
 
@@ -960,7 +1016,40 @@ XQ_DECL std::vector<engine_tensor> integer_model::run_all(const tensor& x, const
 }
 
 XQ_DECL tensor integer_model::run(const tensor& x, const run_options& o) const {
-  return run_all(x, o).at(output_value).to_real();
+  const std::size_t n = x.dimension() ? x.shape()[0] : 0;
+  const std::size_t slice = o.batch_slice ? o.batch_slice : 8;
+  bool invariant = true;
+  for (const auto& op : ops) invariant = invariant && op->batch_invariant();
+  if (n <= slice || !invariant || o.reference_kernels) return run_all(x, o).at(output_value).to_real();
+  const std::size_t per_sample = x.size() / n, slices = (n + slice - 1) / slice;
+  std::vector<engine_tensor> outputs(slices);
+  std::vector<std::exception_ptr> errors(slices);
+  kernels::parallel_items(kernels::blas_has_thread_pool() ? 1 : kernels::max_threads(), slices, [&](std::size_t s0, std::size_t s1) {
+    for (std::size_t s = s0; s < s1; ++s) {
+      try {
+        const std::size_t b0 = s * slice, b1 = std::min(n, b0 + slice);
+        std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
+        shape[0] = b1 - b0;
+        tensor part = tensor::from_shape(shape);
+        std::copy(x.data() + b0 * per_sample, x.data() + b1 * per_sample, part.data());
+        outputs[s] = std::move(run_all(part, o).at(output_value));
+      } catch (...) {
+        errors[s] = std::current_exception();
+      }
+    }
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  tensor first = outputs[0].to_real();
+  std::vector<std::size_t> shape(first.shape().begin(), first.shape().end());
+  shape[0] = n;
+  tensor y = tensor::from_shape(shape);
+  float* out = y.data();
+  for (const engine_tensor& part : outputs) {
+    const tensor r = part.to_real();
+    out = std::copy(r.begin(), r.end(), out);
+  }
+  return y;
 }
 
 XQ_DECL std::string integer_model::summary() const {

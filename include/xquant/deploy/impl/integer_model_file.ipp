@@ -140,6 +140,11 @@ inline json encode_op(const lowered_op& op) {
     j["padding"] = rl->padding;
     j["pad_value"] = double(rl->pad_value);
     j["transposed"] = rl->transposed;
+    if (rl->pooled) {
+      json pool = json::object();
+      pool["window"] = encode_window(rl->pool);
+      j["max_pool"] = std::move(pool);
+    }
   } else if (auto* f = dynamic_cast<const real_function_op*>(&op)) {
     j["function"] = f->function;
     j["pool"] = sizes(f->pool);
@@ -431,6 +436,12 @@ inline std::unique_ptr<lowered_op> decode_op(const reader& r, const json& j, con
       // Files written before tied projections had no "transposed": false.
       op->transposed = j.contains("transposed") ? r.flag(j, "transposed", at) : false;
       if (op->transposed && !op->dense) fail("expected a dense op for a transposed kernel");
+      // A fused max pool, where there is one.
+      op->pooled = j.contains("max_pool");
+      if (op->pooled) {
+        if (op->dense || op->depthwise) fail("expected a conv op before a fused max pool");
+        op->pool = r.window(r.field(j, "max_pool", at), at + ".max_pool");
+      }
       return op;
     }
     if (real_function_op::known(kind)) {

@@ -50,7 +50,31 @@ class lowering : trace_walk {
     }
     model_.output_value = value(output, "the model's output");
     model_.value_count = meta_.size();
+    fuse_unit_conv_pools();
     return std::move(model_);
+  }
+
+  /// A float conv with a ±1 kernel (a BNN's stem) whose output only a max pool reads takes
+  /// the pool in (real_linear_op::pooled): its full-size output is then never written.
+  void fuse_unit_conv_pools() {
+    auto& ops = model_.ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      auto* conv = dynamic_cast<real_linear_op*>(ops[i].get());
+      if (!conv || conv->pooled || !conv->unit_kernel() || conv->output == model_.output_value) continue;
+      std::size_t readers = 0, reader = 0;
+      for (std::size_t j = i + 1; j < ops.size(); ++j)
+        for (std::size_t in : ops[j]->inputs)
+          if (in == conv->output) ++readers, reader = j;
+      bool observed = false;  // a parity point reads it
+      for (const parity_point& p : model_.parity_points) observed = observed || p.value == conv->output;
+      const auto* pool = readers == 1 ? dynamic_cast<const max_pool_op*>(ops[reader].get()) : nullptr;
+      if (!pool || observed) continue;
+      conv->pooled = true;
+      conv->pool = pool->geometry;
+      conv->output = pool->output;
+      conv->path += " + " + pool->path;
+      ops.erase(ops.begin() + std::ptrdiff_t(reader));
+    }
   }
 
  private:
