@@ -194,7 +194,9 @@ int check(Model& model, const run_args& a, const xq::dataset& test, const xq::de
   if (engine && eo.expose_quantized)
     for (std::size_t k = 0; k < engine->parity_points.size(); ++k) {
       const auto& p = engine->parity_points[k];
-      if (p.binary) continue;
+      // The logits' own quantizer (tfmot's placement) is the output, checked at logit_step:
+      // one step of an earlier activation can move it by more than one of its steps.
+      if (p.binary || p.value == engine->output_value) continue;
       const std::string file = base + ".q" + std::to_string(k) + ".npy";
       const auto q = values.at(p.value).integers();
       xq::tensor t = xq::tensor::from_shape(values.at(p.value).shape);
@@ -241,6 +243,27 @@ int run(const run_args& a) {
       step *= 4;
     }
     return check(qat, a, test, eo, step, 0.999);
+  }
+  if (a.name == "tfmot_placement" || a.name == "pytorch_placement") {
+    // Quantizers on layer outputs (the relus', the logits'), none on conv and dense inputs:
+    // each output QDQ sits after its layer's node, and onnxruntime rounds where the
+    // simulation did.
+    xq::set_seed(3);
+    auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::batch_norm(), xq::relu(),
+                                xq::max_pool2d(2), xq::conv2d(8, 3), xq::relu(), xq::flatten(), xq::dense(16),
+                                xq::relu(), xq::dense(4));
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::quantize_options qo;
+    qo.scheme = a.name == "pytorch_placement" ? xq::schemes::pytorch() : xq::schemes::tfmot();
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 1, 5e-4f);
+    // The logits are on their quantizer's grid: one step of it, or one step of the head's
+    // input through its kernel.
+    const float s_out = qat.template get<9>().output_quantizer().site().grid(1).scale[0];
+    const float s_in = qat.template get<8>().output_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.template get<9>().float_layer().kernel()->value))();
+    return check(qat, a, test, eo, std::max(double(s_out), double(s_in) * w) + double(s_out), 0.999);
   }
   if (a.name == "cnn_qat_16bit_activations") {
     // Activations on 16-bit grids: QuantizeLinear's int16 is opset 21, which the default

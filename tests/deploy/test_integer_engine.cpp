@@ -739,3 +739,53 @@ TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and
   CHECK_THROWS_AS(xq::deploy::load_integer_model("no_such_file.xqi"), xq::io_error);
   std::remove(path.c_str());
 }
+
+TEST_CASE("lower: tfmot's and PyTorch's placement, quantizers on layer outputs", "[deploy][lower]") {
+  const xq::dataset data = quadrant_data(256, 61), test = quadrant_data(200, 62);
+  for (const bool pytorch : {false, true}) {
+    CAPTURE(pytorch);
+    xq::set_seed(3);
+    auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::batch_norm(), xq::relu(),
+                                xq::max_pool2d(2), xq::conv2d(8, 3), xq::relu(), xq::flatten(), xq::dense(16),
+                                xq::relu(), xq::dense(4));
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::quantize_options qo;
+    qo.scheme = pytorch ? xq::schemes::pytorch() : xq::schemes::tfmot();
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 1, 5e-4f);
+    // The relus' output quantizers are the grids: each conv / dense after the first is
+    // requantized straight onto the next relu's output grid (the relu then runs on
+    // integers), its input being the previous one's integers; the first conv reads the
+    // float image, so it and its batch norm stay float until the relu's quantizer.
+    xq::deploy::lower_options lo;
+    lo.bias = xq::deploy::bias_precision::float32;
+    const auto engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+    INFO(engine.summary());
+    std::size_t integer_linear = 0, real_linear = 0;
+    for (const auto& op : engine.ops) {
+      integer_linear += dynamic_cast<const xq::deploy::integer_linear_op*>(op.get()) != nullptr;
+      real_linear += dynamic_cast<const xq::deploy::real_linear_op*>(op.get()) != nullptr;
+    }
+    CHECK(integer_linear == 3);
+    CHECK(real_linear == 1);
+    std::size_t outputs = 0;
+    for (const auto& p : engine.parity_points) outputs += p.output;
+    CHECK(outputs == 4);  // three relus' and the logits' quantizers
+    const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets);
+    INFO(report.table());
+    std::printf("%s", report.table().c_str());
+    for (const auto& row : report.rows) {
+      CAPTURE(row.label);
+      CHECK(row.share() == 1.0);
+    }
+    CHECK(report.same_top1_share() == 1.0);
+    // The output parity points save and load.
+    const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+    const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "tfmot.xqi");
+    std::size_t back_outputs = 0;
+    for (const auto& p : back.parity_points) back_outputs += p.output;
+    CHECK(back_outputs == 4);
+    CHECK(xq::deploy::parity(qat, back, test.inputs, &test.targets).same_top1_share() == 1.0);
+  }
+}

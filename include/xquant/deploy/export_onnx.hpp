@@ -6,7 +6,8 @@
 /// The walk is lowering's (lower.hpp): one traced inference pass and the layer table. Each
 /// call becomes ONNX nodes, each fake quantizer that is on a QuantizeLinear →
 /// DequantizeLinear pair with its grid (quantization_grid.hpp):
-///  - inputs of conv / depthwise / dense (and of any layer whose input QDQ is on): Q → DQ,
+///  - inputs of conv / depthwise / dense (and of any layer whose input QDQ is on), and the
+///    output of any layer whose output QDQ is on (tfmot's and PyTorch's placement): Q → DQ,
 ///    per tensor, int8 (or uint8 with a zero point for tfmot's asymmetric grids); a grid
 ///    narrower than its type (narrow range, < 8 bits) adds a Clip after Q, as Brevitas does,
 ///    because Q saturates to the whole type. A grid of 9 to 16 bits is int16/uint16, which
@@ -16,7 +17,10 @@
 ///    simulation used (its kernel quantizer's, on the folded kernel when a batch norm is
 ///    folded) and a DequantizeLinear with the per-channel scales, so no runtime re-rounds a
 ///    weight; `float_qdq` stores float weights + QuantizeLinear + DequantizeLinear with zero
-///    point 0, NVIDIA/TensorRT's layout. With opset 21, kernels of at most 4 bits are int4;
+///    point 0, NVIDIA/TensorRT's layout. With opset 21, kernels of at most 4 bits are int4. A
+///    uint8 kernel grid (tfmot's FakeQuant kernels, [1, 255] around a nudged zero point) is
+///    stored as int8 with its integers and zero points shifted by -128 together: the same
+///    reals out of DequantizeLinear;
 ///  - a folded batch norm is folded into the conv's bias (frozen statistics); the bias is an
 ///    int32 tensor + DequantizeLinear at scale s_in * s_w (what onnxruntime fuses into
 ///    QLinearConv / QGemm), or float in the float_qdq layout; an unfolded batch norm is a

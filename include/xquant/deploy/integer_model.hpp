@@ -390,6 +390,7 @@ struct parity_point {
   std::string quantizer_path;  ///< the fake quantizer that rounds it
   std::size_t value = 0;       ///< the engine's tensor
   bool binary = false;         ///< ±1 values (Larq's sign of the input), not a fake quantizer's grid
+  bool output = false;         ///< the layer's output (its output quantizer), not input `input`
 };
 
 class integer_model {

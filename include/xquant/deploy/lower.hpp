@@ -34,6 +34,12 @@
 ///    bit-packed ±1 values; a float-input layer with a binary kernel (a BNN's stem) stays a
 ///    float op with the ±1 kernel; batch norms between binary layers run in float with the
 ///    simulation's arithmetic, and the next sign packs their output into bits.
+///  - a quantizer on a layer's output (tfmot's and PyTorch's placement) is the grid the
+///    layer lands on: a conv or dense is requantized onto it (a relu after the conv whose
+///    output it rounds counts as commuting, so the conv lands on the relu's grid and the
+///    relu runs on integers), any other layer's output is quantized by it; a conv or dense
+///    whose input is already on a grid and has no input quantizer of its own takes those
+///    integers as they are.
 /// Every place where the simulation quantizes becomes a `parity_point` (parity.hpp).
 ///
 /// Errors name the layer path: a layer with no integer form, a per-channel grid on an

@@ -229,7 +229,20 @@ class exporter : trace_walk {
 
   // --- calls -----------------------------------------------------------------------
 
+  /// A call, then the QDQ of its output quantizer if it has one (tfmot's and PyTorch's
+  /// placement; export_linear places a conv's or dense's own).
   void export_call(std::size_t i) {
+    export_call_body(i);
+    const traced_call& c = g_.calls()[i];
+    const layer_info* info = c.function ? nullptr : info_of(c);
+    if (!info || info->what == layer_info::kind::linear) return;
+    if (const fake_quantizer* q = site_quantizer(info->output, i)) {
+      onnx_value& v = values_.at(c.output);
+      v.name = qdq(v.name, *q, c.path + " output", c.output->value.shape());
+    }
+  }
+
+  void export_call_body(std::size_t i) {
     const traced_call& c = g_.calls()[i];
     if (c.function) {
       if (c.type == "relu" || c.type == "relu6" || c.type == "sigmoid" || c.type == "tanh" || c.type == "swish" ||
@@ -416,6 +429,15 @@ class exporter : trace_walk {
     values_[c.output] = onnx_value{y, c.output->value.dimension(), false};
   }
 
+  /// What brings a kernel grid's integers and zero points onto int8: 0 where they fit, -128
+  /// for a uint8 grid (tfmot's FakeQuant kernels: [1, 255] around a nudged zero point).
+  /// DequantizeLinear computes (q - zero_point) * scale: the same reals, shifted together.
+  static std::int32_t int8_offset(const quantization_grid& g, const std::string& path) {
+    if (g.fits_int8()) return 0;
+    if (g.fits_uint8()) return -128;
+    throw argument_error(path, "a kernel grid of int8 (or uint8) integers", describe(g));
+  }
+
   /// A rank-2 kernel in its own layout ((K, F) dense, (V, D) table): the simulation's
   /// integers + DequantizeLinear, or — for a weight tied between layers, which keep ONE
   /// initializer — the float matrix and, per quantized use, its own QuantizeLinear →
@@ -443,14 +465,14 @@ class exporter : trace_walk {
                                  : kernels::channel_layout{1, 1, k.size()};
     const quantization_grid wg = wq->grid(wl.channels);
     note_quantizer(*wq, wg);
-    if (!wg.fits_int8()) throw argument_error(wq->path(), "a kernel grid of int8 integers", describe(wg));
+    const std::int32_t offset = int8_offset(wg, wq->path());
     const bool per_channel = wg.per_channel && wg.channels() > 1;
     const long axis = per_channel ? (wq->config().channel_axis < 0 ? wq->config().channel_axis + 2 : wq->config().channel_axis) : 0;
     if (per_channel && std::size_t(axis) != out_axis) channel_scale.clear();
     else
       for (std::size_t o = 0; o < f; ++o) channel_scale[o] = wg.scale[per_channel ? o : 0];
     std::vector<std::int8_t> zps;
-    for (std::int32_t z : wg.zero_point) zps.push_back(std::int8_t(z));
+    for (std::int32_t z : wg.zero_point) zps.push_back(std::int8_t(z + offset));
     const std::vector<std::int64_t> sdims = per_channel ? std::vector<std::int64_t>{std::int64_t(wg.channels())}
                                                         : std::vector<std::int64_t>{};
     std::vector<float> scales = wg.scale;
@@ -469,12 +491,13 @@ class exporter : trace_walk {
       auto it = weights_2d_.find(key);
       if (it == weights_2d_.end()) {
         const std::vector<std::int32_t> q = wq->integers(k);
-        std::vector<std::int8_t> q8(q.begin(), q.end());
+        std::vector<std::int8_t> q8(q.size());
+        for (std::size_t e = 0; e < q.size(); ++e) q8[e] = std::int8_t(q[e] + offset);
         it = weights_2d_.emplace(key, add_initializer(ox::tensor_data::int8(path + "/kernel", dims64(ks), q8))).first;
       }
       return node("DequantizeLinear", {it->second, sc, zp}, path + "/kernel/dq", axis_attr);
     }
-    if (!wg.symmetric())
+    if (!wg.symmetric() || offset)
       throw argument_error(wq->path(), "a symmetric kernel grid (zero point 0) for a float kernel + QuantizeLinear", describe(wg));
     auto it = weights_2d_.find(store_key);
     if (it == weights_2d_.end())
@@ -583,14 +606,14 @@ class exporter : trace_walk {
           q.resize(kernel.size());
           for (std::size_t e = 0; e < q.size(); ++e) q[e] = kernel.data()[e] < 0 ? -1 : 1;
         }
-        if (!wg.fits_int8()) throw argument_error(wname, "a kernel grid of int8 integers", describe(wg));
+        const std::int32_t offset = int8_offset(wg, wname);
         std::vector<float> scales(f);
         std::vector<std::int8_t> zps(f);
         k.channel_scale.assign(f, 1.0f);
         for (std::size_t o = 0; o < f; ++o) {
           const std::size_t ch = weight_channel(info, wg, kernel.dimension(), o, wname);
           k.channel_scale[o] = scales[o] = wg.scale[ch];
-          zps[o] = std::int8_t(wg.zero_point[ch]);
+          zps[o] = std::int8_t(wg.zero_point[ch] + offset);
         }
         k.per_channel = wg.per_channel && wg.channels() > 1;
         const std::vector<std::int64_t> sdims =
@@ -604,7 +627,7 @@ class exporter : trace_walk {
         k.zero_point = add_initializer(int4 ? ox::tensor_data::int4(wname + "/zero_point", sdims, zps)
                                             : ox::tensor_data::int8(wname + "/zero_point", sdims, zps));
         std::vector<std::int8_t> q8(q.size());
-        for (std::size_t e = 0; e < q.size(); ++e) q8[e] = std::int8_t(q[e]);
+        for (std::size_t e = 0; e < q.size(); ++e) q8[e] = std::int8_t(q[e] + offset);
         std::vector<std::int64_t> wdims;
         if (o_.weight_layout == onnx_weight_layout::int8_weights || info.larq) {
           const std::vector<std::int8_t> ql = to_onnx_layout(q8, info, ks, wdims);

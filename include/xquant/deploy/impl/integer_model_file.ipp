@@ -542,6 +542,7 @@ XQ_DECL std::vector<std::uint8_t> encode_integer_model(const integer_model& m) {
     j["quantizer_path"] = q.quantizer_path;
     j["value"] = static_cast<std::uint64_t>(q.value);
     j["binary"] = q.binary;
+    if (q.output) j["output"] = true;
     points.push_back(std::move(j));
   }
   p["parity_points"] = std::move(points);
@@ -625,6 +626,7 @@ XQ_DECL integer_model decode_integer_model(const std::uint8_t* data, std::size_t
     q.quantizer_path = r.text(points[i], "quantizer_path", at);
     q.value = r.count(points[i], "value", at, m.value_count - 1);
     q.binary = r.flag(points[i], "binary", at);
+    q.output = points[i].contains("output") ? r.flag(points[i], "output", at) : false;
     m.parity_points.push_back(std::move(q));
   }
   return m;

@@ -128,7 +128,8 @@ class lowering : trace_walk {
   }
 
   /// `v` on the grid of `q`, quantizing (and recording a parity point) if needed.
-  std::size_t to_integer(std::size_t v, const fake_quantizer& q, std::size_t call, std::size_t input) {
+  std::size_t to_integer(std::size_t v, const fake_quantizer& q, std::size_t call, std::size_t input,
+                         bool output = false) {
     const traced_call& c = g_.calls()[call];
     if (q.config().per_channel)
       throw argument_error(q.path(), "a per-tensor activation quantizer (the integer engine's activations have one grid)",
@@ -150,7 +151,8 @@ class lowering : trace_walk {
       m.qmax = grid.qmax;
       v = emit(std::move(op), c.path, {v}, m);
     }
-    model_.parity_points.push_back(parity_point{input_label(call, input), c.path, occurrence_[call], input, q.path(), v, false});
+    model_.parity_points.push_back(parity_point{output ? c.path + " output" : input_label(call, input), c.path,
+                                                occurrence_[call], input, q.path(), v, false, output});
     return v;
   }
 
@@ -172,7 +174,15 @@ class lowering : trace_walk {
   bool commutes(const traced_call* c) const {
     if (c->function) return c->type == "relu" || c->type == "relu6";
     const layer_info* i = info_of(*c);
-    if (!i || site_quantizer(i->input, call_number(c)) || site_quantizer(i->output, call_number(c))) return false;
+    return i && !site_quantizer(i->output, call_number(c)) && commutes_up_to_output(c);
+  }
+
+  /// commutes, but for a quantizer on the op's own output (tfmot's and PyTorch's
+  /// placement: a relu whose output is rounded), which is then the grid to land on.
+  bool commutes_up_to_output(const traced_call* c) const {
+    if (c->function) return false;
+    const layer_info* i = info_of(*c);
+    if (!i || site_quantizer(i->input, call_number(c))) return false;
     return i->what == layer_info::kind::relu || i->what == layer_info::kind::identity ||
            i->what == layer_info::kind::flatten || i->what == layer_info::kind::reshape ||
            i->what == layer_info::kind::max_pool || i->what == layer_info::kind::global_max_pool ||
@@ -200,6 +210,10 @@ class lowering : trace_walk {
       s = uses[0]->output;
       uses = uses_of(s);
     }
+    if (uses.size() == 1 && s != model_output_ && commutes_up_to_output(uses[0])) {
+      const fake_quantizer* q = site_quantizer(info_of(*uses[0])->output, call_number(uses[0]));
+      return q && !q->config().per_channel ? q : nullptr;
+    }
     if (uses.empty() || s == model_output_) return nullptr;
     const fake_quantizer* found = nullptr;
     for (const traced_call* u : uses) {
@@ -223,7 +237,21 @@ class lowering : trace_walk {
   const variable_state* model_output_ = nullptr;
 
  private:
+  /// A call, then the quantizer on its output if it has one (tfmot's and PyTorch's
+  /// placement; a conv or dense lands on it itself).
   void lower_call(std::size_t i) {
+    lower_call_body(i);
+    const traced_call& c = g_.calls()[i];
+    const layer_info* info = c.function ? nullptr : info_of(c);
+    if (!info || info->what == layer_info::kind::linear) return;
+    if (const fake_quantizer* q = site_quantizer(info->output, i)) {
+      std::size_t v = value(c.output, c.describe());
+      if (meta_[v].kind == value_kind::bits) v = to_real(v, c.path);
+      value_of_[c.output] = to_integer(v, *q, i, 0, true);
+    }
+  }
+
+  void lower_call_body(std::size_t i) {
     const traced_call& c = g_.calls()[i];
     if (c.function) {
       const std::string where = "xq::ops::" + c.type;
@@ -437,7 +465,9 @@ class lowering : trace_walk {
     const traced_call& c = g_.calls()[i];
     for (std::size_t v : vs)
       if (meta_[v].kind != value_kind::integer) return false;
-    const fake_quantizer* target = next_quantizer(c.output);
+    const layer_info* info = c.function ? nullptr : info_of(c);
+    const fake_quantizer* own = info ? site_quantizer(info->output, i) : nullptr;
+    const fake_quantizer* target = own ? (own->config().per_channel ? nullptr : own) : next_quantizer(c.output);
     if (!target) return false;
     const quantization_grid tg = target->grid(1);
     const integer_grid out{tg.scale[0], tg.zero_point[0], tg.qmin, tg.qmax};
@@ -560,9 +590,12 @@ class lowering : trace_walk {
     if (info.larq) return lower_larq(i, info, v);
     const fake_quantizer* iq = site_quantizer(info.input, i);
     const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
-    if (!iq || !wq) return lower_real_linear(i, info, v, wq);
+    // An input already on a grid (the quantizer on the previous layer's output, tfmot's and
+    // PyTorch's placement) is the simulation's input as it is.
+    const bool on_grid = !iq && meta_[v].kind == value_kind::integer;
+    if ((!iq && !on_grid) || !wq) return lower_real_linear(i, info, v, wq);
 
-    v = to_integer(v, *iq, i, 0);
+    if (iq) v = to_integer(v, *iq, i, 0);
     const double s_in = meta_[v].scale;
 
     // The kernel the simulation fake-quantizes (folded: kernel * s, with its arithmetic).
@@ -702,6 +735,8 @@ class lowering : trace_walk {
     }
     op->prepare();
     const std::size_t out = emit(std::move(op), c.path, {v}, out_meta);
+    if (oq)  // requantized onto its own output grid: a parity point there
+      model_.parity_points.push_back(parity_point{c.path + " output", c.path, occurrence_[i], 0, oq->path(), out, false, true});
     if (norm_call) {
       skipped_.insert(call_number(norm_call));
       value_of_[norm_call->output] = out;
@@ -731,6 +766,9 @@ class lowering : trace_walk {
     if (op->has_bias) op->bias = info.bias;
     fill_real_geometry(*op, info);
     value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
+    // Its output quantizer, if any, rounds the float output as the simulation does.
+    if (const fake_quantizer* oq = site_quantizer(info.output, i))
+      value_of_[c.output] = to_integer(value_of_[c.output], *oq, i, 0, true);
   }
 
   static void fill_real_geometry(real_linear_op& op, const layer_info& info) {

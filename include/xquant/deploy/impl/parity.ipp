@@ -41,7 +41,8 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
     if (it == calls.end() || it->second.size() <= p.call)
       throw argument_error("parity", "a model that calls " + p.layer_path + " as the lowered one did",
                            "a pass without that call");
-    const tensor& x = it->second[p.call]->inputs.at(p.input)->value;
+    const traced_call& call = *it->second[p.call];
+    const tensor& x = p.output ? call.output->value : call.inputs.at(p.input)->value;
     const engine_tensor& e = values.at(p.value);
     parity_row& row = row_for(report, p.label);
     if (p.binary) {
