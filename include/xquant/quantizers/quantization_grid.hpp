@@ -38,9 +38,12 @@ struct quantization_grid {
   int num_bits = 8;
 
   std::size_t channels() const noexcept { return scale.size(); }
-  /// Whether every integer fits int8 / uint8 (the ONNX storage types of 8-bit grids).
+  /// Whether every integer fits int8 / uint8 (the ONNX storage types of 8-bit grids), or
+  /// int16 / uint16 (QuantizeLinear's from opset 21).
   bool fits_int8() const noexcept { return qmin >= -128 && qmax <= 127; }
   bool fits_uint8() const noexcept { return qmin >= 0 && qmax <= 255; }
+  bool fits_int16() const noexcept { return qmin >= -32768 && qmax <= 32767; }
+  bool fits_uint16() const noexcept { return qmin >= 0 && qmax <= 65535; }
   /// Whether every zero point is 0 (symmetric: TF's QDQ, PyTorch's symmetric schemes).
   XQ_DECL bool symmetric() const noexcept;
 };

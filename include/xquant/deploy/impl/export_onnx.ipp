@@ -32,15 +32,32 @@ struct onnx_value {
 
 inline std::vector<std::int64_t> dims64(const tensor::shape_type& s) { return std::vector<std::int64_t>(s.begin(), s.end()); }
 
-/// Thrown by an export at opset 13 that meets a 16-bit activation grid when the caller left
-/// the opset to the exporter (export_options::opset 0): the export restarts at opset 21.
-struct needs_opset_21 {};
+/// Whether an enabled activation quantizer of the model (an input or output QDQ site, any
+/// call site) has a grid wider than 8 bits: its QuantizeLinear is int16 / uint16, which
+/// needs opset 21.
+inline bool has_16_bit_activations(const layer_table& t) {
+  auto wide = [](const site_quantizers* s) {
+    for (std::size_t k = 0; s && k < s->call_sites(); ++k) {
+      const fake_quantizer& q = s->site(k);
+      if (!q.enabled() || q.config().per_channel) continue;
+      const quantization_grid g = q.grid(1);
+      if (!g.fits_int8() && !g.fits_uint8()) return true;
+    }
+    return false;
+  };
+  for (const auto& kv : t) {
+    const layer_info& i = kv.second;
+    if (wide(i.input) || wide(i.output)) return true;
+    for (const site_quantizers* s : i.inputs)
+      if (wide(s)) return true;
+  }
+  return false;
+}
 
 class exporter : trace_walk {
  public:
-  /// `o.opset` is the one to write (13, or 19 and later); `automatic`: the caller's was 0.
-  exporter(const graph_trace& g, const layer_table& t, const export_options& o, bool automatic)
-      : trace_walk(g, t), o_(o), automatic_opset_(automatic) {
+  /// `o.opset` is the one to write (13, or 19 and later).
+  exporter(const graph_trace& g, const layer_table& t, const export_options& o) : trace_walk(g, t), o_(o) {
     if (o.opset != 13 && o.opset < 19)
       throw argument_error("export_onnx", "opset 0 (automatic), 13, or 19 and later", xq::detail::concat(o.opset));
     for (const auto& kv : t)  // layers per kernel parameter: more than one is a tied weight
@@ -128,11 +145,10 @@ class exporter : trace_walk {
   ox::data_type storage(const quantization_grid& g, const std::string& where) const {
     if (g.fits_int8()) return ox::data_type::int8;
     if (g.fits_uint8()) return ox::data_type::uint8;
-    const bool int16 = g.qmin >= -32768 && g.qmax <= 32767, uint16 = g.qmin >= 0 && g.qmax <= 65535;
+    const bool int16 = g.fits_int16(), uint16 = g.fits_uint16();
     if (!int16 && !uint16)
       throw argument_error(where, "an activation grid of 8- or 16-bit integers for ONNX QuantizeLinear", describe(g));
     if (o_.opset >= 21) return int16 ? ox::data_type::int16 : ox::data_type::uint16;
-    if (automatic_opset_) throw needs_opset_21{};
     throw argument_error(where,
                          xq::detail::concat("an activation grid of 8-bit integers at opset ", o_.opset,
                                             " (16-bit QuantizeLinear needs opset 21; export_options::opset 0 "
@@ -204,12 +220,13 @@ class exporter : trace_walk {
               q.path() + "/max", float(g.qmax - g.zero_point[0]) * g.scale[0]));
         }
       }
-      cached = activation_params_.emplace(&q, std::vector<std::string>{scale, zp, lo, hi, float_lo, float_hi}).first;
+      cached = activation_params_.emplace(&q, activation_initializers{scale, zp, lo, hi, float_lo, float_hi}).first;
     }
-    const auto& p = cached->second;
-    const std::string clipped = p[4].empty() ? x : node("Clip", {x, p[4], p[5]}, q.path() + "/clip_float");
-    std::string quantized = node("QuantizeLinear", {clipped, p[0], p[1]}, q.path() + "/q");
-    if (!p[2].empty()) quantized = node("Clip", {quantized, p[2], p[3]}, q.path() + "/clip");
+    const activation_initializers& p = cached->second;
+    const std::string clipped =
+        p.float_min.empty() ? x : node("Clip", {x, p.float_min, p.float_max}, q.path() + "/clip_float");
+    std::string quantized = node("QuantizeLinear", {clipped, p.scale, p.zero_point}, q.path() + "/q");
+    if (!p.qmin.empty()) quantized = node("Clip", {quantized, p.qmin, p.qmax}, q.path() + "/clip");
     if (o_.expose_quantized) {
       const std::string out = "q:" + label;
       if (!used_.count(out)) {
@@ -224,7 +241,7 @@ class exporter : trace_walk {
         g_out_.outputs.push_back(ox::value_info(out, storage(g, q.path()), dims));
       }
     }
-    return node("DequantizeLinear", {quantized, p[0], p[1]}, q.path() + "/dq");
+    return node("DequantizeLinear", {quantized, p.scale, p.zero_point}, q.path() + "/dq");
   }
 
   // --- calls -----------------------------------------------------------------------
@@ -752,11 +769,16 @@ class exporter : trace_walk {
   }
 
   export_options o_;
-  bool automatic_opset_ = false;  ///< a 16-bit grid restarts the export at opset 21
   ox::graph g_out_;
   std::unordered_map<const variable_state*, onnx_value> values_;
   std::set<std::string> used_;
-  std::map<const fake_quantizer*, std::vector<std::string>> activation_params_;
+  /// An activation quantizer's initializers, made once: its scale and zero point, the
+  /// integer Clip bounds of a grid narrower than its 8-bit type, or the float bounds that
+  /// clip before a 16-bit Q (empty where not needed).
+  struct activation_initializers {
+    std::string scale, zero_point, qmin, qmax, float_min, float_max;
+  };
+  std::map<const fake_quantizer*, activation_initializers> activation_params_;
   /// A layer's kernel initializers (and what its call sites do with them).
   struct kernel_entry {
     std::string stored, scale, zero_point;
@@ -787,16 +809,10 @@ XQ_DECL onnx::model export_model(const model_access& m, const std::vector<std::s
 XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
                                  const export_options& o) {
-  if (o.opset != 0) return exporter(trace, table, o, false).run(input, output, sample_shape);
-  // Automatic: opset 13 unless an activation grid needs 16-bit QuantizeLinear (opset 21).
+  // Automatic (opset 0): 13 unless an activation grid needs 16-bit QuantizeLinear (21).
   export_options chosen = o;
-  chosen.opset = 13;
-  try {
-    return exporter(trace, table, chosen, true).run(input, output, sample_shape);
-  } catch (const needs_opset_21&) {
-    chosen.opset = 21;
-    return exporter(trace, table, chosen, false).run(input, output, sample_shape);
-  }
+  if (!chosen.opset) chosen.opset = has_16_bit_activations(table) ? 21 : 13;
+  return exporter(trace, table, chosen).run(input, output, sample_shape);
 }
 
 }  // namespace xq::deploy::detail
