@@ -94,4 +94,22 @@ auto trained_qat(Model& model, const xq::dataset& data) {
   return qat;
 }
 
+/// A CNN of relu *layers* (where tfmot's and PyTorch's schemes put their quantizers: on
+/// layer outputs), trained in float, then quantized with tfmot's scheme (or PyTorch's) and
+/// fine-tuned: conv 3x3 (same) -> batch norm -> relu -> 2x2 max pool -> conv 3x3 -> relu ->
+/// flatten -> dense 16 -> relu -> dense 4.
+inline auto output_placement_qat(const xq::dataset& data, bool pytorch) {
+  xq::set_seed(3);
+  auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::batch_norm(), xq::relu(),
+                              xq::max_pool2d(2), xq::conv2d(8, 3), xq::relu(), xq::flatten(), xq::dense(16), xq::relu(),
+                              xq::dense(4));
+  xq::build(model, {1, 12, 12, 1});
+  train(model, data, 2, 3e-3f);
+  xq::quantize_options qo;
+  qo.scheme = pytorch ? xq::schemes::pytorch() : xq::schemes::tfmot();
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  train(qat, data, 1, 5e-4f);
+  return qat;
+}
+
 }  // namespace deploy_test

@@ -248,16 +248,7 @@ int run(const run_args& a) {
     // Quantizers on layer outputs (the relus', the logits'), none on conv and dense inputs:
     // each output QDQ sits after its layer's node, and onnxruntime rounds where the
     // simulation did.
-    xq::set_seed(3);
-    auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::batch_norm(), xq::relu(),
-                                xq::max_pool2d(2), xq::conv2d(8, 3), xq::relu(), xq::flatten(), xq::dense(16),
-                                xq::relu(), xq::dense(4));
-    xq::build(model, {1, 12, 12, 1});
-    train(model, data, 2, 3e-3f);
-    xq::quantize_options qo;
-    qo.scheme = a.name == "pytorch_placement" ? xq::schemes::pytorch() : xq::schemes::tfmot();
-    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
-    train(qat, data, 1, 5e-4f);
+    auto qat = output_placement_qat(data, a.name == "pytorch_placement");
     // The logits are on their quantizer's grid: one step of it, or one step of the head's
     // input through its kernel.
     const float s_out = qat.template get<9>().output_quantizer().site().grid(1).scale[0];

@@ -114,6 +114,15 @@ void check_slices(const xq::deploy::integer_model& engine, const xq::tensor& inp
   }
 }
 
+/// The engine encoded and decoded: the same summary, the same output bits.
+void check_saves_and_loads(const xq::deploy::integer_model& engine, const xq::tensor& inputs, const char* name) {
+  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  const xq::deploy::integer_model back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), name);
+  CHECK(back.summary() == engine.summary());
+  const bool same = back.run(inputs) == engine.run(inputs);
+  CHECK(same);
+}
+
 /// Parity 100% at every quantized tensor, fast == reference kernels, and a save/load
 /// round trip that runs the same.
 template <class Model>
@@ -138,11 +147,7 @@ void check_exact(Model& qat, const std::vector<std::size_t>& sample, const xq::t
   const bool same = engine.run(inputs, ref) == engine.run(inputs);
   CHECK(same);
   check_slices(engine, inputs);
-  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
-  const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
-  CHECK(back.summary() == engine.summary());
-  const bool same_back = back.run(inputs) == engine.run(inputs);
-  CHECK(same_back);
+  check_saves_and_loads(engine, inputs, "zoo.xqi");
 }
 
 }  // namespace
@@ -241,11 +246,7 @@ TEST_CASE("lower: integer-only average pooling rounds as TFLite on the input's g
   INFO(report.table());
   CHECK(report.same_top1_share() >= 0.95);
   // The op saves and loads.
-  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
-  const xq::deploy::integer_model back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
-  CHECK(back.summary() == engine.summary());
-  const bool same = back.run(test.inputs) == engine.run(test.inputs);
-  CHECK(same);
+  check_saves_and_loads(engine, test.inputs, "zoo.xqi");
 }
 
 namespace {
@@ -418,11 +419,7 @@ TEST_CASE("lower: integer-only add and multiply, TFLite's and onnxruntime's arit
     ref.reference_kernels = true;
     const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
     CHECK(same);
-    const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
-    const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "zoo.xqi");
-    CHECK(back.summary() == engine.summary());
-    const bool same_back = back.run(test.inputs) == engine.run(test.inputs);
-    CHECK(same_back);
+    check_saves_and_loads(engine, test.inputs, "zoo.xqi");
   }
 }
 
@@ -466,11 +463,7 @@ TEST_CASE("lower: an integer-only concatenation rescales each input onto the nex
     const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets);
     INFO(report.table());
     CHECK(report.same_top1_share() >= 0.95);
-    const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
-    const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "cat.xqi");
-    CHECK(back.summary() == engine.summary());
-    const bool same_back = back.run(test.inputs) == engine.run(test.inputs);
-    CHECK(same_back);
+    check_saves_and_loads(engine, test.inputs, "cat.xqi");
   }
 }
 
@@ -685,11 +678,7 @@ TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with L
   const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
   CHECK(same);
   check_slices(engine, test.inputs);
-  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
-  const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "bnn.xqi");
-  CHECK(back.summary() == engine.summary());
-  const bool same_back = back.run(test.inputs) == engine.run(test.inputs);
-  CHECK(same_back);
+  check_saves_and_loads(engine, test.inputs, "bnn.xqi");
 }
 
 namespace {
@@ -744,16 +733,7 @@ TEST_CASE("lower: tfmot's and PyTorch's placement, quantizers on layer outputs",
   const xq::dataset data = quadrant_data(256, 61), test = quadrant_data(200, 62);
   for (const bool pytorch : {false, true}) {
     CAPTURE(pytorch);
-    xq::set_seed(3);
-    auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::batch_norm(), xq::relu(),
-                                xq::max_pool2d(2), xq::conv2d(8, 3), xq::relu(), xq::flatten(), xq::dense(16),
-                                xq::relu(), xq::dense(4));
-    xq::build(model, {1, 12, 12, 1});
-    train(model, data, 2, 3e-3f);
-    xq::quantize_options qo;
-    qo.scheme = pytorch ? xq::schemes::pytorch() : xq::schemes::tfmot();
-    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
-    train(qat, data, 1, 5e-4f);
+    auto qat = output_placement_qat(data, pytorch);
     // The relus' output quantizers are the grids: each conv / dense after the first is
     // requantized straight onto the next relu's output grid (the relu then runs on
     // integers), its input being the previous one's integers; the first conv reads the
