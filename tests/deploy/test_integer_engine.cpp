@@ -764,3 +764,29 @@ TEST_CASE("lower: tfmot's and PyTorch's placement, quantizers on layer outputs",
     CHECK(back_outputs == 4);
   }
 }
+
+TEST_CASE("lower: a batch norm's own output quantizer is the grid its conv lands on", "[deploy][lower]") {
+  const xq::dataset data = quadrant_data(256, 61), test = quadrant_data(200, 62);
+  xq::set_seed(3);
+  auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::relu(), xq::conv2d(6, 3),
+                              xq::batch_norm(), xq::max_pool2d(2), xq::flatten(), xq::dense(4));
+  xq::build(model, {1, 12, 12, 1});
+  train(model, data, 2, 3e-3f);
+  // NVIDIA's placement, and a QDQ on the batch norm's output by the spec.
+  xq::quantize_options qo;
+  xq::layer_quantization on_output;
+  on_output.quantize_input = false;
+  on_output.quantize_output = true;
+  qo.spec.add("batch_normalization", on_output);
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  train(qat, data, 1, 5e-4f);
+  const auto engine = xq::deploy::lower(qat, {12, 12, 1});
+  INFO(engine.summary());
+  bool norm_absorbed = true, norm_point = false;
+  for (const auto& op : engine.ops) norm_absorbed = norm_absorbed && std::string(op->kind()) != "batch_norm";
+  for (const auto& p : engine.parity_points) norm_point = norm_point || (p.output && p.layer_path == "batch_normalization");
+  CHECK(norm_absorbed);
+  CHECK(norm_point);
+  // The two convs' and the dense's inputs, and the batch norm's output: every integer.
+  check_exact(qat, {12, 12, 1}, test.inputs, &test.targets, 4);
+}

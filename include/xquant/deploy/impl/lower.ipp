@@ -623,6 +623,7 @@ class lowering : trace_walk {
 
     // A batch norm fed by this layer alone is absorbed when the output is requantized.
     const traced_call* norm_call = nullptr;
+    const fake_quantizer* norm_output = nullptr;
     norm_affine norm;
     const fake_quantizer* oq = site_quantizer(info.output, i);
     const fake_quantizer* target = oq;
@@ -631,7 +632,11 @@ class lowering : trace_walk {
       const layer_info* ni = uses.size() == 1 ? info_of(*uses[0]) : nullptr;
       if (ni && ni->what == layer_info::kind::batch_norm && !site_quantizer(ni->input, call_number(uses[0])) &&
           c.output != model_output_) {
-        if (const fake_quantizer* t = next_quantizer(uses[0]->output)) {
+        // The batch norm's own output quantizer if it has one, else the next one downstream.
+        norm_output = site_quantizer(ni->output, call_number(uses[0]));
+        const fake_quantizer* t = norm_output ? (norm_output->config().per_channel ? nullptr : norm_output)
+                                              : next_quantizer(uses[0]->output);
+        if (t) {
           norm_call = uses[0];
           norm = affine_of(*ni->norm, ni->path);
           target = t;
@@ -740,6 +745,10 @@ class lowering : trace_walk {
     if (norm_call) {
       skipped_.insert(call_number(norm_call));
       value_of_[norm_call->output] = out;
+      if (norm_output && norm_output == target)  // landed on the batch norm's own output grid
+        model_.parity_points.push_back(parity_point{norm_call->path + " output", norm_call->path,
+                                                    occurrence_[call_number(norm_call)], 0, norm_output->path(), out,
+                                                    false, true});
     } else {
       value_of_[c.output] = out;
     }
