@@ -330,12 +330,18 @@ class integer_add_op final : public lowered_op {
 /// saturated.
 class integer_multiply_op final : public lowered_op {
  public:
+  requantization scheme = requantization::float_multiplier;
   std::vector<float> input_scales;  ///< the two inputs' scales
   integer_grid out;
-  requantizer requant;              ///< s_a * s_b / s_out, one channel
   const char* kind() const noexcept override { return "integer_multiply"; }
+  /// Prepares the multiplier s_a * s_b / s_out (after the fields are set); argument_error
+  /// naming the path for scales the scheme cannot use.
+  XQ_DECL void prepare();
   XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
   XQ_DECL std::string describe() const override;
+
+ private:
+  requantizer requant_;
 };
 
 /// Integers moved from one grid to another: q_out = requant(q - zp) + zp_out, saturated, with
@@ -344,12 +350,17 @@ class integer_multiply_op final : public lowered_op {
 /// form of TFLite's concatenation with scaling), then copies the integers.
 class rescale_op final : public lowered_op {
  public:
+  requantization scheme = requantization::float_multiplier;
   float in_scale = 1.0f;
   integer_grid out;
-  requantizer requant;  ///< s_in / s_out, one channel
   const char* kind() const noexcept override { return "rescale"; }
+  /// Prepares the multiplier s_in / s_out (after the fields are set).
+  XQ_DECL void prepare();
   XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
   XQ_DECL std::string describe() const override;
+
+ private:
+  requantizer requant_;
 };
 
 /// An integer clamp of centred integers to [lo, hi]: relu6 on a tensor already on the next

@@ -636,15 +636,14 @@ XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_o
     cg.strides = strides;
     cg.dilation = dilation;
     cg.padding = padding ? xq::padding::same : xq::padding::valid;
-    const window2d w = resolve_window(path, x.shape, kernel.shape()[0], kernel.shape()[1], cg);
+    const window2d w = resolve_window(path, x.shape, kernel.shape()[0], kernel.shape()[1], cg);  // checks the size
+    const window_axis rows = resolve_axis(w.in_h, w.k_h, w.stride_h, w.dilation_h, cg.padding);
+    const window_axis cols = resolve_axis(w.in_w, w.k_w, w.stride_w, w.dilation_w, cg.padding);
     window_geometry g;
     g.window = {w.k_h, w.k_w};
     g.strides = strides;
     g.dilation = dilation;
-    const std::size_t ext_h = (w.k_h - 1) * w.dilation_h + 1, ext_w = (w.k_w - 1) * w.dilation_w + 1;
-    g.pads = {w.pad_top, w.pad_left,
-              std::size_t(std::max<long>(0, long((w.out_h - 1) * w.stride_h + ext_h) - long(w.in_h + w.pad_top))),
-              std::size_t(std::max<long>(0, long((w.out_w - 1) * w.stride_w + ext_w) - long(w.in_w + w.pad_left)))};
+    g.pads = {rows.pad_before, cols.pad_before, rows.pad_after, cols.pad_after};
     const std::size_t f = kernel.shape()[3];
     engine_tensor out;
     const float* b = has_bias ? bias.data() : nullptr;
@@ -928,36 +927,47 @@ XQ_DECL std::string integer_add_op::describe() const {
   return s.str();
 }
 
+XQ_DECL void integer_multiply_op::prepare() {
+  if (input_scales.size() != 2)
+    throw argument_error(path + " (integer_multiply)", "two input scales", xq::detail::concat(input_scales.size()));
+  requant_ = requantizer(scheme, {double(input_scales[0]) * double(input_scales[1]) / double(out.scale)},
+                         path + " (integer_multiply)");
+}
+
 XQ_DECL void integer_multiply_op::run(std::vector<engine_tensor>& values, const run_options&) const {
-  if (inputs.size() != 2 || input_scales.size() != 2 || requant.channels() != 1)
-    throw argument_error(path + " (integer_multiply)", "two inputs, two scales and one multiplier",
+  if (inputs.size() != 2 || input_scales.size() != 2 || requant_.channels() != 1)
+    throw argument_error(path + " (integer_multiply)", "two inputs, two scales and a prepared multiplier",
                          xq::detail::concat(inputs.size(), " inputs, ", input_scales.size(), " scales, ",
-                                            requant.channels(), " multipliers"));
+                                            requant_.channels(), " multipliers"));
   const engine_tensor& a = detail::integer_input(values, *this, 0, input_scales[0], nullptr);
   const engine_tensor& b = detail::integer_input(values, *this, 1, input_scales[1], &a);
   engine_tensor y = detail::integer_output(a, out);
   for (std::size_t e = 0; e < y.integer.size(); ++e)
-    y.integer[e] = detail::saturate_centred(requant(std::int32_t(a.integer[e]) * std::int32_t(b.integer[e]), 0), out);
+    y.integer[e] = detail::saturate_centred(requant_(std::int32_t(a.integer[e]) * std::int32_t(b.integer[e]), 0), out);
   values[output] = std::move(y);
 }
 
 XQ_DECL std::string integer_multiply_op::describe() const {
   return xq::detail::concat("integer multiply (scales ", input_scales.at(0), " ", input_scales.at(1), ") onto ",
-                            detail::grid_string(out), ", ", to_string(requant.scheme()));
+                            detail::grid_string(out), ", ", to_string(scheme));
+}
+
+XQ_DECL void rescale_op::prepare() {
+  requant_ = requantizer(scheme, {double(in_scale) / double(out.scale)}, path + " (rescale)");
 }
 
 XQ_DECL void rescale_op::run(std::vector<engine_tensor>& values, const run_options&) const {
-  if (requant.channels() != 1)
-    throw argument_error(path + " (rescale)", "one multiplier", xq::detail::concat(requant.channels()));
+  if (requant_.channels() != 1)
+    throw argument_error(path + " (rescale)", "a prepared multiplier", xq::detail::concat(requant_.channels()));
   const engine_tensor& x = detail::integer_input(values, *this, 0, in_scale, nullptr);
   engine_tensor y = detail::integer_output(x, out);
-  for (std::size_t e = 0; e < y.integer.size(); ++e) y.integer[e] = detail::saturate_centred(requant(x.integer[e], 0), out);
+  for (std::size_t e = 0; e < y.integer.size(); ++e) y.integer[e] = detail::saturate_centred(requant_(x.integer[e], 0), out);
   values[output] = std::move(y);
 }
 
 XQ_DECL std::string rescale_op::describe() const {
   return xq::detail::concat("rescale from scale ", in_scale, " onto ", detail::grid_string(out), ", ",
-                            to_string(requant.scheme()));
+                            to_string(scheme));
 }
 
 XQ_DECL void clamp_op::run(std::vector<engine_tensor>& values, const run_options&) const {
@@ -1040,8 +1050,7 @@ XQ_DECL tensor integer_model::run(const tensor& x, const run_options& o) const {
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  tensor first = outputs[0].to_real();
-  std::vector<std::size_t> shape(first.shape().begin(), first.shape().end());
+  std::vector<std::size_t> shape = outputs[0].shape;
   shape[0] = n;
   tensor y = tensor::from_shape(shape);
   float* out = y.data();

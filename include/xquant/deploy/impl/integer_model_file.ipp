@@ -160,11 +160,11 @@ inline json encode_op(const lowered_op& op) {
     j["input_scales"] = bytes_of(ad->input_scales);
     j["out"] = encode_grid(ad->out);
   } else if (auto* mu = dynamic_cast<const integer_multiply_op*>(&op)) {
-    j["requantization"] = to_string(mu->requant.scheme());
+    j["requantization"] = to_string(mu->scheme);
     j["input_scales"] = bytes_of(mu->input_scales);
     j["out"] = encode_grid(mu->out);
   } else if (auto* rs = dynamic_cast<const rescale_op*>(&op)) {
-    j["requantization"] = to_string(rs->requant.scheme());
+    j["requantization"] = to_string(rs->scheme);
     j["in_scale"] = double(rs->in_scale);
     j["out"] = encode_grid(rs->out);
   } else if (auto* cl = dynamic_cast<const clamp_op*>(&op)) {
@@ -475,22 +475,20 @@ inline std::unique_ptr<lowered_op> decode_op(const reader& r, const json& j, con
     }
     if (kind == "integer_multiply") {
       auto op = std::make_unique<integer_multiply_op>();
-      const requantization scheme = requantization_from_string(r.text(j, "requantization", at));
+      op->path = at;
+      op->scheme = requantization_from_string(r.text(j, "requantization", at));
       op->input_scales = r.numbers<float>(j, "input_scales", at, 2);
       op->out = r.grid(r.field(j, "out", at), at + ".out");
-      for (float v : op->input_scales)
-        if (!(v > 0.0f)) fail("expected positive input scales");
-      op->requant = requantizer(
-          scheme, {double(op->input_scales[0]) * double(op->input_scales[1]) / double(op->out.scale)}, at);
+      op->prepare();
       return op;
     }
     if (kind == "rescale") {
       auto op = std::make_unique<rescale_op>();
-      const requantization scheme = requantization_from_string(r.text(j, "requantization", at));
+      op->path = at;
+      op->scheme = requantization_from_string(r.text(j, "requantization", at));
       op->in_scale = float(r.number(j, "in_scale", at));
       op->out = r.grid(r.field(j, "out", at), at + ".out");
-      if (!(op->in_scale > 0.0f)) fail("expected a positive input scale");
-      op->requant = requantizer(scheme, {double(op->in_scale) / double(op->out.scale)}, at);
+      op->prepare();
       return op;
     }
     if (kind == "clamp") {

@@ -501,9 +501,11 @@ class lowering : trace_walk {
     }
     if (function == "multiply" && same_shapes && vs.size() == 2) {
       auto op = std::make_unique<integer_multiply_op>();
+      op->path = path;
+      op->scheme = o_.requant;
       op->input_scales = {meta_[vs[0]].scale, meta_[vs[1]].scale};
       op->out = out;
-      op->requant = requantizer(o_.requant, {double(meta_[vs[0]].scale) * double(meta_[vs[1]].scale) / double(out.scale)}, path);
+      op->prepare();
       grid_owners_.push_back(target);
       value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
       return true;
@@ -515,9 +517,11 @@ class lowering : trace_walk {
     for (std::size_t& v : vs) {
       if (same_grid(meta_[v], tg)) continue;
       auto r = std::make_unique<rescale_op>();
+      r->path = path;
+      r->scheme = o_.requant;
       r->in_scale = meta_[v].scale;
       r->out = out;
-      r->requant = requantizer(o_.requant, {double(meta_[v].scale) / double(out.scale)}, path);
+      r->prepare();
       v = emit(std::move(r), path, {v}, out_meta);
     }
     auto op = std::make_unique<concatenate_op>();
