@@ -23,6 +23,7 @@
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
 #include "../core/tape.hpp"
+#include "../kernels/branchless.hpp"
 #include "../kernels/parallel.hpp"
 
 namespace xq {

@@ -102,11 +102,6 @@ class adam {
   adam(std::vector<parameter_ptr> params, adam_options options, bool decoupled, const char* where);
 
  private:
-  // ATen's vectorized lerp: one of two fused forms, chosen by the weight, so both ends are exact.
-  static float lerp(float self, float end, float weight) noexcept {
-    return std::abs(weight) < 0.5f ? std::fma(weight, end - self, self) : std::fma(weight - 1.0f, end - self, end);
-  }
-
   std::vector<parameter_ptr> params_;
   adam_options options_;
   std::vector<adam_state> state_;

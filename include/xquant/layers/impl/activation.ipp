@@ -37,7 +37,9 @@ namespace ops {
 XQ_DECL var relu(const var& x) {
   return detail::traced_function("relu", layer_role::activation, x, detail::elementwise_from_input(
       x, [](float v) { return v < 0.0f ? 0.0f : v; },
-      [](float v, float d) { return d * static_cast<float>(v > 0.0f); }));
+      // d * (v > 0 ? 1 : 0), the factor selected by bits: written as a cast of the
+      // comparison, GCC made it a branch per element (24% of a CNN training step).
+      [](float v, float d) { return d * kernels::branchless_select(v > 0.0f, 1.0f, 0.0f); }));
 }
 
 XQ_DECL var relu6(const var& x) {
@@ -48,8 +50,9 @@ XQ_DECL var relu6(const var& x) {
 
 XQ_DECL var leaky_relu(const var& x, float alpha) {
   return detail::traced_function("leaky_relu", layer_role::activation, x, detail::elementwise_from_input(
-      x, [alpha](float v) { return v > 0.0f ? v : v * alpha; },
-      [alpha](float v, float d) { return v > 0.0f ? d : d * alpha; }));
+      // The factor (1 or alpha) selected first, then one multiply (x * 1 == x): vectorized.
+      x, [alpha](float v) { return v * kernels::branchless_select(v > 0.0f, 1.0f, alpha); },
+      [alpha](float v, float d) { return d * kernels::branchless_select(v > 0.0f, 1.0f, alpha); }));
 }
 
 XQ_DECL var sigmoid(const var& x) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "../global_max_pool2d.hpp"
+#include "../../kernels/branchless.hpp"
 #include "../../kernels/im2col.hpp"
 #include "../../kernels/parallel.hpp"
 
@@ -31,7 +32,8 @@ XQ_DECL var global_max_pool2d(const var& x, bool keepdims, const std::string& pa
       std::copy(xr, xr + c, yr);
       for (std::size_t p = 1; p < pixels; ++p) {
         XQ_OMP_SIMD
-        for (std::size_t k = 0; k < c; ++k) yr[k] = xr[p * c + k] > yr[k] ? xr[p * c + k] : yr[k];
+        for (std::size_t k = 0; k < c; ++k)  // by masks: no masked stores (branchless.hpp)
+          yr[k] = kernels::branchless_select(xr[p * c + k] > yr[k], xr[p * c + k], yr[k]);
       }
     }
   });

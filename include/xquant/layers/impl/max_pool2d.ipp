@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "../max_pool2d.hpp"
+#include "../../kernels/branchless.hpp"
 #include "../../kernels/im2col.hpp"
 #include "../../kernels/parallel.hpp"
 
@@ -53,11 +54,13 @@ XQ_DECL var max_pool2d(const var& x, size2 pool_size, size2 strides, xq::padding
               first = false;
               return;
             }
+            // Strictly greater: the first max stays. Selected by masks (branchless.hpp):
+            // as `wins ? x : y` GCC stored through masked stores, 10% of a CNN step.
             XQ_OMP_SIMD
-            for (std::size_t k = 0; k < c; ++k) {  // strictly greater: the first max stays
+            for (std::size_t k = 0; k < c; ++k) {
               const bool wins = xr[k] > yr[k];
-              yr[k] = wins ? xr[k] : yr[k];
-              best[k] = wins ? at : best[k];
+              yr[k] = kernels::branchless_select(wins, xr[k], yr[k]);
+              best[k] = kernels::branchless_select(wins, at, best[k]);
             }
           });
           if (ar) ar += c;
