@@ -17,7 +17,9 @@ log() { printf '[install_deps] %s\n' "$*"; }
 # /usr/share/datasets/fashion-mnist, for the example and the dataset test.
 # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only recommended by
 # clang, so named here) build tests/fuzz's checkpoint fuzzer. python3-venv: the venv of
-# the ONNX tests (install_onnx_deps.sh), where python3 is Debian's.
+# the ONNX tests (install_onnx_deps.sh), where python3 is Debian's. libdnnl-dev: oneDNN
+# 2.6, the optional convolution backend (kernels/onednn_conv.hpp), so that CI tests it
+# against the im2col oracle; its CMake package needs OpenCL's (ocl-icd-opencl-dev).
 apt_packages=(
   cmake
   g++
@@ -36,6 +38,8 @@ apt_packages=(
   clang
   libclang-rt-dev
   python3-venv
+  libdnnl-dev
+  ocl-icd-opencl-dev
 )
 
 if [[ $(id -u) -eq 0 ]]; then

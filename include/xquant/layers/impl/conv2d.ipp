@@ -46,6 +46,34 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
   const std::size_t block = detail::images_per_block(g);
 
   tensor y = tensor::from_shape({g.batch, g.out_h, g.out_w, f});
+#if XQ_HAVE_ONEDNN
+  if (!pointwise && kernels::use_onednn(g)) {
+    kernels::onednn::conv2d_forward(g, f, x.value().data(), w.value().data(), b ? b->value().data() : nullptr,
+                                    y.data());
+    notify_op(path, "conv2d", y.shape(), w.shape());
+    const var bias = b ? *b : var();
+    return make_result(std::move(y), record, [x, w, bias, g, f](const tensor& dy) {
+      const bool bias_grad = bias.defined() && bias.requires_grad();
+      if (w.requires_grad()) {
+        tensor dw = tensor::from_shape(w.shape());
+        tensor db = bias_grad ? tensor::from_shape({f}) : tensor();
+        kernels::onednn::conv2d_backward_weights(g, f, x.value().data(), dy.data(), dw.data(),
+                                                 bias_grad ? db.data() : nullptr);
+        add_grad(w, std::move(dw));
+        if (bias_grad) add_grad(bias, std::move(db));
+      } else if (bias_grad) {
+        tensor db = xt::zeros<float>({f});
+        kernels::add_column_sums(dy.data(), g.out_pixels(), f, db.data());
+        add_grad(bias, std::move(db));
+      }
+      if (x.requires_grad()) {
+        tensor dx = tensor::from_shape(x.shape());
+        kernels::onednn::conv2d_backward_data(g, f, dy.data(), w.value().data(), dx.data());
+        add_grad(x, std::move(dx));
+      }
+    });
+  }
+#endif
   // y = bias, then y += cols · w (a GEMM with beta = 1), over `count` rows from `first`.
   auto multiply = [&](const float* a, std::size_t first, std::size_t count) {
     float* yb = y.data() + first * f;
