@@ -10,11 +10,13 @@
 #include <cstddef>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include <benchmark/benchmark.h>
 
 #include <xquant/core/memory.hpp>
 #include <xquant/kernels/gemm.hpp>
+#include <xquant/kernels/thread_governor.hpp>
 #include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/fit.hpp>
@@ -53,6 +55,30 @@ void BM_cnn_train_step(benchmark::State& state) {
   set_rate(state, batch);
 }
 BENCHMARK(BM_cnn_train_step)->ArgName("batch")->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same step under kernels::thread_governor, as fit runs it with
+// thread_policy::adaptive: the thread count of each step is the fastest one measured,
+// probed again every 200 steps or when steps slow down (bench/busy_core.py runs this with
+// another process keeping a core busy). `governor_threads`: the count chosen last;
+// `probe_ms_at_<n>`: the last probe's mean step time at n threads.
+void BM_cnn_train_step_governed(benchmark::State& state) {
+  const std::size_t batch = static_cast<std::size_t>(state.range(0));
+  auto model = fashion::make_cnn(1);
+  xq::build(model, {1, 28, 28, 1});
+  train_step<fashion::cnn> step(model, batch);
+  xq::kernels::thread_governor governor;
+  for (auto _ : state) {
+    const auto timed = governor.step();
+    step();
+  }
+  set_rate(state, batch);
+  state.counters["governor_threads"] = governor.chosen();
+  state.counters["governor_probes"] = static_cast<double>(governor.probes());
+  const auto& means = governor.probe_means();
+  for (std::size_t i = 0; i < means.size(); ++i)
+    state.counters["probe_ms_at_" + std::to_string(governor.candidates()[i])] = 1e3 * means[i];
+}
+BENCHMARK(BM_cnn_train_step_governed)->ArgName("batch")->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The QAT step alone (fold: 1 = batch norms folded, as the example trains).
 void BM_cnn_qat_train_step(benchmark::State& state) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <xquant/core/model.hpp>
+#include <xquant/kernels/threads.hpp>
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/sequential.hpp>
 #include <xquant/train/adam.hpp>
@@ -147,6 +148,25 @@ TEST_CASE("the same seed gives bit-identical weights, another seed others", "[tr
   const auto a = run(7), b = run(7), c = run(8);
   CHECK(xq::testing::same_bits(a, b));
   CHECK_FALSE(xq::testing::same_bits(a, c));
+}
+
+TEST_CASE("fit's adaptive thread policy trains to the fixed policy's bits in deterministic mode",
+          "[train][fit][threads]") {
+  const xq::deterministic_mode on;
+  const xq::dataset train = separable(512, 4);
+  auto run = [&](xq::thread_policy policy) {
+    xq::set_seed(9);
+    mlp model;
+    xq::build(model, {1, 4});
+    xq::adam opt(xq::trainable_parameters(model), {0.01f});
+    xq::fit_options o = quiet(3, 5);
+    o.batch_size = 8;  // 64 steps per epoch: the governor probes 2 and 1 threads, then keeps one
+    o.threads = policy;
+    xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
+    return weights(model);
+  };
+  CHECK(xq::testing::same_bits(run(xq::thread_policy::fixed), run(xq::thread_policy::adaptive)));
+  CHECK(xq::testing::same_bits(run(xq::thread_policy::fixed), run(xq::thread_policy::automatic)));
 }
 
 TEST_CASE("fit's plain progress: whole lines with every field", "[train][fit][progress]") {

@@ -39,6 +39,7 @@
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
 #include "../core/tensor.hpp"
+#include "../kernels/thread_governor.hpp"
 #include "../quantizers/model_quantizers.hpp"
 #include "dataset.hpp"
 #include "metrics.hpp"
@@ -116,6 +117,19 @@ class epoch_callback {
 };
 
 /// Options of `fit`.
+/// How `fit` picks the thread count of each training step.
+enum class thread_policy {
+  /// `adaptive` in deterministic mode (where the count changes no result), else `fixed`.
+  automatic,
+  /// The calling thread's OpenMP count (OMP_NUM_THREADS, omp_set_num_threads) throughout:
+  /// two runs of the same program give the same bits.
+  fixed,
+  /// Timed (kernels/thread_governor.hpp): the fastest count, measured again as the
+  /// machine's load changes, so that a busy core does not stall every parallel region.
+  /// Outside deterministic mode the bits then depend on the counts the timing chose.
+  adaptive,
+};
+
 struct fit_options {
   /// The epoch to stop after, counted from the start of training (Keras's `epochs`):
   /// a call runs epochs initial_epoch + 1 ... epochs.
@@ -138,6 +152,7 @@ struct fit_options {
   /// Ask malloc to keep freed memory for the next step (core/memory.hpp): each step
   /// then reuses its tensors' pages instead of faulting fresh ones in. Process-wide.
   bool keep_freed_memory = true;
+  thread_policy threads = thread_policy::automatic;
 };
 
 /// What `evaluate` measured.

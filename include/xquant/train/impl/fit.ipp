@@ -133,6 +133,10 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   if (opts.shuffle)
     for (std::size_t epoch = 1; epoch <= opts.initial_epoch; ++epoch) shuffled_order(n, rng);
   non_trainable_snapshot before_step;
+  const bool adaptive = opts.threads == thread_policy::adaptive ||
+                        (opts.threads == thread_policy::automatic && deterministic());
+  std::optional<kernels::thread_governor> governor;
+  if (adaptive) governor.emplace();
   opt.zero_grad(opt.object);
   for (std::size_t epoch = opts.initial_epoch + 1; epoch <= opts.epochs; ++epoch) {
     const std::vector<std::size_t> order = opts.shuffle ? shuffled_order(n, rng) : sequential_order(n);
@@ -145,6 +149,8 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
       batch b = make_batch(train, order, s * opts.batch_size, opts.batch_size);
       const std::size_t count = b.size();
       double batch_loss = 0.0;
+      std::optional<kernels::thread_governor::step_scope> timed;
+      if (governor) timed.emplace(*governor);
       before_step.take(target.model);
       try {
         {
