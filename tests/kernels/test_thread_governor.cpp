@@ -58,6 +58,15 @@ TEST_CASE("thread governor: keeps the fastest count and probes again", "[kernels
   CHECK(g.probes() == 2);
   CHECK(g.chosen() == 1);
   CHECK(g.next() == 1);
+  // The count changed: the next probe after 10 steps again. It keeps one thread, so the
+  // one after waits twice as long (20 steps).
+  run_steps(g, 10 + 6, [](int t) { return t == 2 ? 0.060 : 0.019; });
+  CHECK(g.probes() == 3);
+  CHECK(g.chosen() == 1);
+  run_steps(g, 19, [](int t) { return t == 2 ? 0.060 : 0.019; });
+  CHECK_FALSE(g.probing());
+  run_steps(g, 1, [](int t) { return t == 2 ? 0.060 : 0.019; });
+  CHECK(g.probing());
 }
 
 TEST_CASE("thread governor: a slower run of steps starts a probe at once", "[kernels][threads][governor]") {

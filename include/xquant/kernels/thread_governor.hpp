@@ -9,7 +9,8 @@
 /// several times as long on two threads as on one. Thresholds (threads.hpp) cannot see
 /// this: the work is large, the machine is what changed. So the step is timed: the
 /// governor runs a few steps at each candidate count (the maximum, halved down to one),
-/// keeps the fastest on average, and probes again every `reprobe_every` steps, or at once
+/// keeps the fastest on average, and probes again after `reprobe_every` steps (twice as many
+/// each time the same count wins, up to `max_reprobe_every`), or at once
 /// when the last `window` steps average `slowdown_to_reprobe` times the chosen count's
 /// time (the machine got busier).
 ///
@@ -38,7 +39,11 @@ namespace xq::kernels {
 struct thread_governor_options {
   int max_threads = 0;              ///< the largest count tried; 0: max_threads() when the governor is made
   std::size_t probe_steps = 4;      ///< steps timed at each count (their mean is compared)
-  std::size_t reprobe_every = 200;  ///< steps at the chosen count between probes
+  /// Steps at the chosen count before the next probe; doubled (up to `max_reprobe_every`)
+  /// each time a probe keeps the same count, back to this when it changes: a probe runs
+  /// steps at the losing counts, which on a busy core cost twice a step each.
+  std::size_t reprobe_every = 200;
+  std::size_t max_reprobe_every = 3200;
   /// The mean of the last `window` steps this much slower than the chosen count's probe:
   /// probe now (the machine got busier).
   double slowdown_to_reprobe = 1.5;
@@ -52,6 +57,7 @@ class thread_governor {
     for (int t = top; t >= 1; t = t == 1 ? 0 : std::max(1, t / 2)) candidates_.push_back(t);
     if (options_.probe_steps == 0) options_.probe_steps = 1;
     chosen_ = candidates_.front();
+    reprobe_after_ = options_.reprobe_every;
     start_probe();
   }
 
@@ -87,6 +93,9 @@ class thread_governor {
       probe_count_ = 0;
       if (++probe_index_ < candidates_.size()) return;
       const auto best = std::size_t(std::min_element(means_.begin(), means_.end()) - means_.begin());
+      reprobe_after_ = probes_done_ > 0 && candidates_[best] == chosen_
+                           ? std::min(2 * reprobe_after_, std::max(options_.max_reprobe_every, options_.reprobe_every))
+                           : options_.reprobe_every;
       chosen_ = candidates_[best];
       chosen_seconds_ = means_[best];
       last_means_ = means_;
@@ -102,7 +111,7 @@ class thread_governor {
     const double recent_mean =
         recent_.empty() ? 0.0 : std::accumulate(recent_.begin(), recent_.end(), 0.0) / double(recent_.size());
     const bool slowed = recent_.size() == options_.window && recent_mean > options_.slowdown_to_reprobe * chosen_seconds_;
-    if (since_probe_ >= options_.reprobe_every || slowed) start_probe();
+    if (since_probe_ >= reprobe_after_ || slowed) start_probe();
   }
 
   /// Sets the calling thread's OpenMP thread count to next() for its lifetime, restores
@@ -150,7 +159,7 @@ class thread_governor {
   thread_governor_options options_;
   std::vector<int> candidates_;
   std::vector<double> means_, last_means_, recent_;
-  std::size_t probe_index_ = 0, probe_count_ = 0, probes_done_ = 0, since_probe_ = 0;
+  std::size_t probe_index_ = 0, probe_count_ = 0, probes_done_ = 0, since_probe_ = 0, reprobe_after_ = 0;
   double probe_sum_ = 0.0;
   int chosen_ = 1;
   double chosen_seconds_ = 0.0;
