@@ -58,8 +58,8 @@ BENCHMARK(BM_cnn_train_step)->ArgName("batch")->Arg(64)->Unit(benchmark::kMillis
 
 // The same step under kernels::thread_governor, as fit runs it with
 // thread_policy::adaptive: the thread count of each step is the fastest one measured,
-// probed again every 200 steps or when steps slow down (bench/busy_core.py runs this with
-// another process keeping a core busy). `governor_threads`: the count chosen last;
+// probed again after 200 steps (doubling while the count stays) or when steps slow down
+// (bench/busy_core.py runs it beside a busy process). `governor_threads`: the last choice;
 // `probe_ms_at_<n>`: the last probe's mean step time at n threads.
 void BM_cnn_train_step_governed(benchmark::State& state) {
   const std::size_t batch = static_cast<std::size_t>(state.range(0));

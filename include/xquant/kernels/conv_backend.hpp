@@ -7,15 +7,15 @@
 ///
 /// `automatic` (the default) takes oneDNN where it is built in and the results need not
 /// be the same bits on every thread count, im2col + GEMM otherwise:
-///  - oneDNN's direct AVX2 kernels ran this CPU's (Zen 3, 1 thread) 28x28x1 -> 32 conv
-///    forward 4.8x faster and the 14x14x32 -> 64 forward and backward 1.2x faster than the
-///    lowering, and on two threads 3-6x and 1.6x (bench/README.md, `BM_conv2d`);
+///  - oneDNN's direct AVX2 kernels ran the CNN's 28x28x1 -> 32 conv 2.6-4.9x and its
+///    14x14x32 -> 64 conv 1.25-1.3x faster than the lowering on one Zen 3 core, 11-14x and
+///    1.4-1.5x on two (bench/README.md, "The convolution backends");
 ///  - its kernel gradient splits the batch over the threads and adds the partial sums, so
 ///    its bits depend on the thread count: deterministic mode (threads.hpp) keeps the
 ///    lowering, whose GEMMs are cut the same way on any thread count.
 /// im2col + GEMM stays the reference: tests/kernels/test_conv_backend.cpp checks that
-/// both agree within float rounding on every geometry (strides, dilation, padding, bias,
-/// one input channel, pointwise).
+/// both agree within float rounding (strides, dilation, padding, bias, one input channel,
+/// a 1x3 window). A pointwise conv is one GEMM on either backend (conv2d.ipp).
 ///
 /// \code
 ///   xq::kernels::conv_backend_scope oracle(xq::kernels::conv_backend::im2col_gemm);

@@ -116,7 +116,6 @@ class epoch_callback {
   std::function<bool(const epoch_record&)> fn_;
 };
 
-/// Options of `fit`.
 /// How `fit` picks the thread count of each training step.
 enum class thread_policy {
   /// `adaptive` in deterministic mode (where the count changes no result), else `fixed`.
@@ -130,6 +129,7 @@ enum class thread_policy {
   adaptive,
 };
 
+/// Options of `fit`.
 struct fit_options {
   /// The epoch to stop after, counted from the start of training (Keras's `epochs`):
   /// a call runs epochs initial_epoch + 1 ... epochs.
@@ -152,7 +152,7 @@ struct fit_options {
   /// Ask malloc to keep freed memory for the next step (core/memory.hpp): each step
   /// then reuses its tensors' pages instead of faulting fresh ones in. Process-wide.
   bool keep_freed_memory = true;
-  thread_policy threads = thread_policy::automatic;
+  thread_policy threads = thread_policy::automatic;  ///< how each step's thread count is chosen
 };
 
 /// What `evaluate` measured.
