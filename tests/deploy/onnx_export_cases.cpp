@@ -254,7 +254,11 @@ int run(const run_args& a) {
     const float s_out = qat.template get<9>().output_quantizer().site().grid(1).scale[0];
     const float s_in = qat.template get<8>().output_quantizer().site().grid(1).scale[0];
     const double w = xt::amax(xt::abs(qat.template get<9>().float_layer().kernel()->value))();
-    return check(qat, a, test, eo, std::max(double(s_out), double(s_in) * w) + double(s_out), 0.999);
+    // Top-1 at 0.99, not 0.999: on their own quantizer's coarse grid two logits often tie,
+    // and the one-step moves of earlier activations allowed above break a tie either way
+    // (2 and 1 of 256 predictions with the weights oneDNN's convolutions trained; 0 with
+    // those im2col + OpenBLAS trained), while every logit stays within its allowed step.
+    return check(qat, a, test, eo, std::max(double(s_out), double(s_in) * w) + double(s_out), 0.99);
   }
   if (a.name == "cnn_qat_16bit_activations") {
     // Activations on 16-bit grids: QuantizeLinear's int16 is opset 21, which the default
