@@ -28,7 +28,7 @@ CASES = [  # (name, benchmark, threads)
 
 def step_ms(bench, name, threads, min_time):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
-    out = subprocess.run([bench, "--benchmark_filter=^" + name.replace("/", "/") + "$",
+    out = subprocess.run([bench, "--benchmark_filter=^" + name + "$",
                           "--benchmark_min_time=" + str(min_time), "--benchmark_format=json"],
                          env=env, check=True, capture_output=True, text=True).stdout
     runs = json.loads(out)["benchmarks"]

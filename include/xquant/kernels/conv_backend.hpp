@@ -40,15 +40,6 @@ enum class conv_backend {
   onednn,       ///< oneDNN's convolution primitives (only in a build with oneDNN)
 };
 
-inline const char* to_string(conv_backend b) noexcept {
-  switch (b) {
-    case conv_backend::automatic: return "automatic";
-    case conv_backend::im2col_gemm: return "im2col_gemm";
-    case conv_backend::onednn: return "onednn";
-  }
-  return "?";
-}
-
 /// Whether this build has oneDNN's convolutions.
 constexpr bool onednn_available() noexcept { return XQ_HAVE_ONEDNN != 0; }
 

@@ -119,7 +119,8 @@ inline kernel_buffer make_kernel_buffer(const dnnl_memory_desc_t& blocked, const
 /// The primitives of one geometry: forward made at once, the two backward ones when first
 /// needed (an inference never makes them).
 struct conv_primitives {
-  std::mutex running;
+  std::mutex running;  ///< held while the primitives run: the stream and kernel buffers are theirs
+  stream_ptr stream;
   dnnl_memory_desc_t src, dst, hwio, any_kernel, bias;
   dnnl_dims_t strides, dilation, pad_l, pad_r;
   bool has_bias = false;
@@ -136,6 +137,9 @@ struct conv_primitives {
 
 inline std::unique_ptr<conv_primitives> make_primitives(const window2d& g, std::size_t f, bool bias) {
   auto p = std::make_unique<conv_primitives>();
+  dnnl_stream_t stream = nullptr;
+  check(dnnl_stream_create(&stream, cpu_engine(), dnnl_stream_default_flags), "creating a stream");
+  p->stream.reset(stream);
   const auto d = [](std::size_t v) { return static_cast<dnnl_dim_t>(v); };
   // oneDNN's logical order is (N, C, H, W) and (O, I, H, W); the tags give the memory
   // order: nhwc and hwio are xquant's. `any` lets the primitive pick the kernel's layout.
@@ -201,25 +205,21 @@ inline conv_primitives& primitives(const window2d& g, std::size_t f, bool bias) 
   return *slot;
 }
 
-/// Runs primitives on a stream of the CPU engine and waits for them.
+/// Runs primitives on a primitive set's stream (its lock held) and waits for them.
 class runner {
  public:
-  runner() {
-    dnnl_stream_t s = nullptr;
-    check(dnnl_stream_create(&s, cpu_engine(), dnnl_stream_default_flags), "creating a stream");
-    stream_.reset(s);
-  }
+  explicit runner(dnnl_stream_t stream) : stream_(stream) {}
   template <std::size_t N>
   void operator()(dnnl_primitive_t p, const std::array<dnnl_exec_arg_t, N>& args, int count = int(N)) {
-    check(dnnl_primitive_execute(p, stream_.get(), count, args.data()), "running a primitive");
+    check(dnnl_primitive_execute(p, stream_, count, args.data()), "running a primitive");
   }
   void reorder(const kernel_buffer& k, dnnl_memory_t from, dnnl_memory_t to) {
     (*this)(k.move.get(), std::array<dnnl_exec_arg_t, 2>{{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}});
   }
-  ~runner() { dnnl_stream_wait(stream_.get()); }
+  ~runner() { dnnl_stream_wait(stream_); }
 
  private:
-  stream_ptr stream_;
+  dnnl_stream_t stream_;
 };
 
 }  // namespace detail
@@ -232,7 +232,7 @@ XQ_DECL void conv2d_forward(const window2d& g, std::size_t f, const float* x, co
   const memory_ptr xm = make_memory(p.src, const_cast<float*>(x)), wm = make_memory(p.hwio, const_cast<float*>(w));
   const memory_ptr ym = make_memory(p.dst, y);
   const memory_ptr bm = bias ? make_memory(p.bias, const_cast<float*>(bias)) : nullptr;
-  runner run;
+  runner run(p.stream.get());
   run.reorder(p.forward_kernel, wm.get(), p.forward_kernel.blocked.get());
   run(p.forward.get(),
       std::array<dnnl_exec_arg_t, 4>{{{DNNL_ARG_SRC, xm.get()},
@@ -250,7 +250,7 @@ XQ_DECL void conv2d_backward_data(const window2d& g, std::size_t f, const float*
   if (!p.backward_data) make_backward_data(p);
   const memory_ptr dym = make_memory(p.dst, const_cast<float*>(dy)), wm = make_memory(p.hwio, const_cast<float*>(w));
   const memory_ptr dxm = make_memory(p.src, dx);
-  runner run;
+  runner run(p.stream.get());
   run.reorder(p.backward_data_kernel, wm.get(), p.backward_data_kernel.blocked.get());
   run(p.backward_data.get(), std::array<dnnl_exec_arg_t, 3>{{{DNNL_ARG_DIFF_DST, dym.get()},
                                                              {DNNL_ARG_WEIGHTS, p.backward_data_kernel.blocked.get()},
@@ -266,7 +266,7 @@ XQ_DECL void conv2d_backward_weights(const window2d& g, std::size_t f, const flo
   const memory_ptr xm = make_memory(p.src, const_cast<float*>(x)), dym = make_memory(p.dst, const_cast<float*>(dy));
   const memory_ptr dwm = make_memory(p.hwio, dw);
   const memory_ptr dbm = db ? make_memory(p.bias, db) : nullptr;
-  runner run;
+  runner run(p.stream.get());
   run(p.backward_weights.get(),
       std::array<dnnl_exec_arg_t, 4>{{{DNNL_ARG_SRC, xm.get()},
                                       {DNNL_ARG_DIFF_DST, dym.get()},

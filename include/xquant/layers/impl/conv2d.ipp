@@ -48,17 +48,29 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
   tensor y = tensor::from_shape({g.batch, g.out_h, g.out_w, f});
 #if XQ_HAVE_ONEDNN
   if (!pointwise && kernels::use_onednn(g)) {
-    kernels::onednn::conv2d_forward(g, f, x.value().data(), w.value().data(), b ? b->value().data() : nullptr,
-                                    y.data());
+    // What oneDNN refuses comes back naming the layer.
+    const auto on_layer = [](const std::string& where, auto&& call) {
+      try {
+        call();
+      } catch (const error& e) {
+        throw error(where + ": " + e.what());
+      }
+    };
+    on_layer(path, [&] {
+      kernels::onednn::conv2d_forward(g, f, x.value().data(), w.value().data(), b ? b->value().data() : nullptr,
+                                      y.data());
+    });
     notify_op(path, "conv2d", y.shape(), w.shape());
     const var bias = b ? *b : var();
-    return make_result(std::move(y), record, [x, w, bias, g, f](const tensor& dy) {
+    return make_result(std::move(y), record, [x, w, bias, g, f, path, on_layer](const tensor& dy) {
       const bool bias_grad = bias.defined() && bias.requires_grad();
       if (w.requires_grad()) {
         tensor dw = tensor::from_shape(w.shape());
         tensor db = bias_grad ? tensor::from_shape({f}) : tensor();
-        kernels::onednn::conv2d_backward_weights(g, f, x.value().data(), dy.data(), dw.data(),
-                                                 bias_grad ? db.data() : nullptr);
+        on_layer(path, [&] {
+          kernels::onednn::conv2d_backward_weights(g, f, x.value().data(), dy.data(), dw.data(),
+                                                   bias_grad ? db.data() : nullptr);
+        });
         add_grad(w, std::move(dw));
         if (bias_grad) add_grad(bias, std::move(db));
       } else if (bias_grad) {
@@ -68,7 +80,7 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
       }
       if (x.requires_grad()) {
         tensor dx = tensor::from_shape(x.shape());
-        kernels::onednn::conv2d_backward_data(g, f, dy.data(), w.value().data(), dx.data());
+        on_layer(path, [&] { kernels::onednn::conv2d_backward_data(g, f, dy.data(), w.value().data(), dx.data()); });
         add_grad(x, std::move(dx));
       }
     });
