@@ -1,9 +1,11 @@
 // batch_norm: training-mode statistics (output mean 0 / variance 1 per channel,
 // the moving-statistics formula with the unbiased variance), inference with the
-// moving statistics, gradients in both modes, folding accessors, errors, and the
-// same result on one thread as on two.
+// moving statistics, gradients in both modes, folding accessors, errors, the
+// same result on one thread as on two, and a relu absorbed into the backward.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -11,6 +13,7 @@
 #endif
 
 #include <xquant/core/model.hpp>
+#include <xquant/layers/activation.hpp>
 #include <xquant/layers/batch_norm.hpp>
 
 #include "../gradient_check.hpp"
@@ -248,4 +251,88 @@ TEST_CASE("a large batch gives the same bits on one thread and on two", "[layers
   std::vector<double> m, v;
   channel_moments(y1, m, v);
   for (std::size_t c = 0; c < 32; ++c) CHECK(m[c] == Approx(0.0).margin(1e-5));
+}
+
+namespace {
+
+bool same_bits(const xq::tensor& a, const xq::tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("relu of a batch norm's output is absorbed into its backward, bit for bit", "[layers][batch_norm][fusion]") {
+  // Shapes with C a multiple of the vector width and not; both modes; x wide enough
+  // that many outputs sit on either side of 0.
+  const std::vector<xq::tensor::shape_type> shapes = {{4, 5, 5, 8}, {6, 7}, {3, 9, 9, 32}};
+  for (const bool training : {true, false})
+    for (const auto& shape : shapes) {
+      const std::size_t C = shape.back();
+      const xq::tensor x = uniform(shape, -2.0f, 2.0f, 81);
+      const xq::tensor dy = uniform(shape, -1.0f, 1.0f, 82);
+      struct result {
+        xq::tensor y, dx, dgamma, dbeta, moving_mean;
+        std::size_t steps = 0;
+      };
+      auto run = [&](bool absorbed) {
+        xq::batch_norm bn = built_norm(C);
+        const xq::training_mode mode(training);
+        xq::var xv(x, true);
+        xq::tape t;
+        xq::var out;
+        if (absorbed) {
+          out = xq::ops::relu(bn(xv));  // an rvalue only the norm's backward step also holds
+        } else {
+          const xq::var h = bn(xv);  // a named output: relu copies it
+          out = xq::ops::relu(h);
+        }
+        result r;
+        r.steps = t.size();
+        r.y = out.value();
+        t.backward(out, dy);
+        r.dx = xv.grad();
+        r.dgamma = bn.gamma()->grad;
+        r.dbeta = bn.beta()->grad;
+        r.moving_mean = bn.moving_mean()->value;
+        return r;
+      };
+      const result fused = run(true), copied = run(false);
+      INFO((training ? "training " : "inference ") << xq::detail::shape_string(shape));
+      CHECK(fused.steps + 1 == copied.steps);  // relu recorded no step of its own
+      CHECK(same_bits(fused.y, copied.y));
+      CHECK(same_bits(fused.dx, copied.dx));
+      CHECK(same_bits(fused.dgamma, copied.dgamma));
+      CHECK(same_bits(fused.dbeta, copied.dbeta));
+      CHECK(same_bits(fused.moving_mean, copied.moving_mean));
+      std::size_t zeros = 0;
+      for (float v : fused.y) zeros += v == 0.0f;
+      CHECK(zeros > 0);  // the mask did something
+      CHECK(zeros < fused.y.size());
+    }
+}
+
+TEST_CASE("relu of a value someone still holds copies it; without a tape it runs in place", "[layers][batch_norm][fusion]") {
+  xq::batch_norm bn = built_norm(4);
+  const xq::tensor x = uniform({3, 4}, -2.0f, 2.0f, 83);
+  const xq::training_mode on;
+  SECTION("held elsewhere: the holder's value is untouched") {
+    xq::var xv(x, true);
+    xq::tape t;
+    xq::var h = bn(xv);
+    const xq::var keep = h;
+    const xq::tensor before = keep.value();
+    const xq::var r = xq::ops::relu(std::move(h));
+    CHECK(same_bits(keep.value(), before));
+    CHECK(r.state() != keep.state());
+    CHECK(t.size() == 2);  // the norm's step and relu's
+  }
+  SECTION("no tape: the same values, computed in the norm's buffer") {
+    const xq::var ref = bn(xq::var(x));
+    const xq::tensor expected = xq::ops::relu(ref).value();
+    xq::var h = bn(xq::var(x));
+    const float* buffer = h.value().data();
+    const xq::var r = xq::ops::relu(std::move(h));
+    CHECK(r.value().data() == buffer);
+    CHECK(same_bits(r.value(), expected));
+  }
 }

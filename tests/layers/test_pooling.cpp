@@ -49,6 +49,8 @@ const std::vector<pool_config>& configs() {
       {"3x2 strides 1x2 same", {2, 5, 6, 2}, 3, 2, 1, 2, P::same},
       {"4x4 stride 3 same", {1, 10, 11, 2}, 4, 4, 3, 3, P::same},
       {"2x2 stride 1 valid batch 3", {3, 4, 5, 4}, 2, 2, 1, 1, P::valid},
+      {"2x2 stride 3 valid, pixels in no window", {2, 8, 9, 3}, 2, 2, 3, 3, P::valid},
+      {"3x2 strides 3x2 same, 9 channels", {2, 7, 5, 9}, 3, 2, 3, 2, P::same},
   };
   return all;
 }

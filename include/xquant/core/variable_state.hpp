@@ -3,6 +3,7 @@
 /// What an `xq::var` points to: a value and the gradient flowing into it.
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "../config.hpp"
@@ -10,6 +11,18 @@
 #include "error.hpp"
 
 namespace xq {
+
+/// An operation that can take a relu of its output into its own backward pass. The
+/// operation (batch_norm in training) puts one on its output's state; `ops::relu`,
+/// handed that output as an rvalue that nothing but the operation's backward step still
+/// holds, applies the relu in place and calls `absorb_relu`: the operation's backward then
+/// masks the incoming gradient as it reads it, instead of relu allocating, writing and
+/// the operation re-reading a masked copy (three passes over the activation saved).
+struct relu_absorber {
+  virtual ~relu_absorber() = default;
+  /// From now on the output holds relu(output); the gradient that arrives is relu's.
+  virtual void absorb_relu() = 0;
+};
 
 /// A value and its gradient. The gradient is absent (`has_grad()` false, `grad`
 /// unallocated) until some backward step adds to it: absent means zero, so nothing
@@ -23,6 +36,9 @@ struct variable_state {
   /// (0: a leaf, or computed with nothing recorded). `tape::backward` checks it, so a
   /// value from a tape that has ended is refused instead of giving no gradients.
   std::uint64_t recorded_on = 0;
+  /// Set by the operation that computed this value when it can absorb a following relu
+  /// (see relu_absorber); cleared once one is absorbed.
+  std::shared_ptr<relu_absorber> absorbs_relu;
 
   variable_state() = default;
   explicit variable_state(tensor v, bool needs_grad = false)

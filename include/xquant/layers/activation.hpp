@@ -107,6 +107,12 @@ namespace ops {
 
 /// max(x, 0). NaN passes through. Gradient 0 at x == 0 (TF's ReluGrad).
 XQ_DECL var relu(const var& x);
+/// The same, on a value the caller gives up (`relu(norm(conv(x)))`, `relu(std::move(h))`):
+/// when nothing else holds it, relu runs in place, and when its producer can absorb the
+/// relu into its backward (a training batch_norm: core/variable_state.hpp's
+/// relu_absorber) no backward step of relu's own is recorded. Same values and gradients,
+/// bit for bit, as the copying form; under a graph trace it is the copying form.
+XQ_DECL var relu(var&& x);
 
 /// min(max(x, 0), 6). Gradient only for 0 < x < 6 (TF's Relu6Grad).
 XQ_DECL var relu6(const var& x);

@@ -30,6 +30,7 @@
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
 #include "../core/tape.hpp"
+#include "../kernels/branchless.hpp"
 #include "../kernels/parallel.hpp"
 
 namespace xq {
@@ -72,18 +73,37 @@ std::vector<double> channel_sums(std::size_t rows, std::size_t channels, std::si
 /// "(N, H, W, 16)"-style description of a rank-`rank` input with `channels` last.
 XQ_DECL std::string channels_last_description(std::size_t rank, std::size_t channels);
 
-/// What batch_norm's backward needs from its forward.
-struct batch_norm_saved {
+/// y = (x - mean) * scale + offset, one channel's element: the forward pass and the
+/// backward's recomputation of y (for an absorbed relu's mask) share it, so the
+/// compiler contracts both the same way and the mask sees y's exact bits.
+XQ_ALWAYS_INLINE float batch_norm_affine(float x, float mean, float scale, float offset) {
+  return (x - mean) * scale + offset;
+}
+
+/// What batch_norm's backward needs from its forward. Also the output's relu_absorber:
+/// once a relu is absorbed, the backward masks dy by y > 0, y recomputed from x (no
+/// pass of relu's own, and y itself need not be kept).
+struct batch_norm_saved final : relu_absorber {
+  batch_norm_saved(var x, var gamma, var beta, bool training, std::size_t rows, std::size_t channels,
+                   std::vector<float> mean, std::vector<float> inv_std, std::vector<float> scale,
+                   std::vector<float> offset)
+      : x(std::move(x)), gamma(std::move(gamma)), beta(std::move(beta)), training(training), rows(rows),
+        channels(channels), mean(std::move(mean)), inv_std(std::move(inv_std)), scale(std::move(scale)),
+        offset(std::move(offset)) {}
+  void absorb_relu() override { relu_absorbed = true; }
+
   var x, gamma, beta;  // gamma, beta: undefined when absent
   bool training;
   std::size_t rows, channels;
-  std::vector<float> mean, inv_std, scale;  // per channel; scale = gamma * inv_std
+  std::vector<float> mean, inv_std, scale, offset;  // per channel; scale = gamma * inv_std
+  bool relu_absorbed = false;
 };
 
 /// The backward of ops::batch_norm. With xhat = (x - mean) * inv_std:
 /// dbeta = sum(dy), dgamma = sum(dy * xhat) over rows; dx = scale * dy in
 /// inference (the statistics are constants) and, in training, through the batch
 /// mean and variance: dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)).
+/// With a relu absorbed, dy is first multiplied by (y > 0), as relu's backward would.
 XQ_DECL void batch_norm_backward(const batch_norm_saved& s, const tensor& dy);
 
 }  // namespace detail

@@ -42,6 +42,26 @@ XQ_DECL var relu(const var& x) {
       [](float v, float d) { return d * kernels::branchless_select(v > 0.0f, 1.0f, 0.0f); }));
 }
 
+XQ_DECL var relu(var&& x) {
+  const std::shared_ptr<variable_state>& s = x.state();
+  // Held only by the caller's rvalue, or by it and the producer's backward step (which,
+  // absorbing the relu, never reads its output's value): no one sees the value change.
+  const bool alone = s && !detail::function_call_traced();
+  const bool absorbable = alone && s->absorbs_relu && needs_grad(x) && s.use_count() == 2;
+  const bool unrecorded = alone && !needs_grad(x) && s.use_count() == 1;
+  if (!absorbable && !unrecorded) return relu(static_cast<const var&>(x));
+  float* p = s->value.data();
+  kernels::parallel_for(s->value.size(), 64, [p](std::size_t lo, std::size_t hi) {
+    XQ_OMP_SIMD
+    for (std::size_t i = lo; i < hi; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
+  });
+  if (absorbable) {
+    s->absorbs_relu->absorb_relu();
+    s->absorbs_relu.reset();
+  }
+  return std::move(x);
+}
+
 XQ_DECL var relu6(const var& x) {
   return detail::traced_function("relu6", layer_role::activation, x, detail::elementwise_from_input(
       x, [](float v) { return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v); },

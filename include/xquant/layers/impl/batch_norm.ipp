@@ -27,14 +27,25 @@ XQ_DECL std::string channels_last_description(std::size_t rank, std::size_t chan
   return s + std::to_string(channels) + ")";
 }
 
-XQ_DECL void batch_norm_backward(const batch_norm_saved& s, const tensor& dy) {
+/// batch_norm_backward, with or without an absorbed relu's mask (compiled apart, so the
+/// common case's loops carry no mask).
+template <bool Masked>
+void batch_norm_backward_with(const batch_norm_saved& s, const tensor& dy) {
   const std::size_t rows = s.rows, C = s.channels;
   const bool want_x = s.x.requires_grad();
   const bool want_gamma = s.gamma.requires_grad();
   const bool want_beta = s.beta.requires_grad();
   const float* xp = s.x.value().data();
   const float* dyp = dy.data();
-  const float *mp = s.mean.data(), *ip = s.inv_std.data(), *sp = s.scale.data();
+  const float *mp = s.mean.data(), *ip = s.inv_std.data(), *sp = s.scale.data(), *op = s.offset.data();
+  // The gradient reaching the norm: relu's d * (y > 0 ? 1 : 0), selected by bits as
+  // relu's backward selects it, when a relu was absorbed.
+  const auto incoming = [mp, sp, op](float d, float x, std::size_t c) {
+    if constexpr (Masked)
+      return d * kernels::branchless_select(batch_norm_affine(x, mp[c], sp[c], op[c]) > 0.0f, 1.0f, 0.0f);
+    else
+      return d;
+  };
 
   std::vector<double> sums;  // sum(dy), then sum(dy * xhat)
   if (want_gamma || want_beta || (s.training && want_x))
@@ -44,13 +55,12 @@ XQ_DECL void batch_norm_backward(const batch_norm_saved& s, const tensor& dy) {
       for (std::size_t r = r0; r < r1; ++r) {
         const float* xr = xp + r * C;
         const float* dyr = dyp + r * C;
-#if defined(_OPENMP)
-#pragma omp simd
-#endif
+        XQ_OMP_SIMD
         for (std::size_t c = 0; c < C; ++c) {
+          const float d = incoming(dyr[c], xr[c], c);
           const float xhat = (xr[c] - mp[c]) * ip[c];
-          s_dy[c] += dyr[c];
-          s_dyx[c] += static_cast<double>(dyr[c]) * xhat;
+          s_dy[c] += d;
+          s_dyx[c] += static_cast<double>(d) * xhat;
         }
       }
     });
@@ -71,24 +81,21 @@ XQ_DECL void batch_norm_backward(const batch_norm_saved& s, const tensor& dy) {
           const float* xr = xp + r * C;
           const float* dyr = dyp + r * C;
           float* dxr = dxp + r * C;
-#if defined(_OPENMP)
-#pragma omp simd
-#endif
+          XQ_OMP_SIMD
           for (std::size_t c = 0; c < C; ++c) {
             const float xhat = (xr[c] - mp[c]) * ip[c];
-            dxr[c] = sp[c] * (dyr[c] - a[c] - xhat * b[c]);
+            dxr[c] = sp[c] * (incoming(dyr[c], xr[c], c) - a[c] - xhat * b[c]);
           }
         }
       });
     } else {
       for_row_blocks(rows, C, reduction_block_rows(C), [&](std::size_t, std::size_t r0, std::size_t r1) {
         for (std::size_t r = r0; r < r1; ++r) {
+          const float* xr = xp + r * C;
           const float* dyr = dyp + r * C;
           float* dxr = dxp + r * C;
-#if defined(_OPENMP)
-#pragma omp simd
-#endif
-          for (std::size_t c = 0; c < C; ++c) dxr[c] = sp[c] * dyr[c];
+          XQ_OMP_SIMD
+          for (std::size_t c = 0; c < C; ++c) dxr[c] = sp[c] * incoming(dyr[c], xr[c], c);
         }
       });
     }
@@ -104,6 +111,13 @@ XQ_DECL void batch_norm_backward(const batch_norm_saved& s, const tensor& dy) {
     for (std::size_t c = 0; c < C; ++c) db.data()[c] = static_cast<float>(sums[c]);
     add_grad(s.beta, std::move(db));
   }
+}
+
+XQ_DECL void batch_norm_backward(const batch_norm_saved& s, const tensor& dy) {
+  if (s.relu_absorbed)
+    batch_norm_backward_with<true>(s, dy);
+  else
+    batch_norm_backward_with<false>(s, dy);
 }
 
 }  // namespace detail
@@ -203,17 +217,19 @@ XQ_DECL var batch_norm(const var& x, const var& gamma, const var& beta, tensor& 
 #if defined(_OPENMP)
 #pragma omp simd
 #endif
-                               for (std::size_t c = 0; c < C; ++c) yr[c] = (xr[c] - mp[c]) * sp[c] + op[c];
+                               for (std::size_t c = 0; c < C; ++c)
+                                 yr[c] = detail::batch_norm_affine(xr[c], mp[c], sp[c], op[c]);
                              }
                            });
   }
 
   const bool record = needs_grad(x, gamma, beta);  // an undefined var needs none
-  detail::batch_norm_saved saved{
-      x, gamma, beta, training, rows, C, std::move(mean), std::move(inv_std), std::move(scale)};
-  return make_result(std::move(y), record, [saved = std::move(saved)](const tensor& dy) {
-    detail::batch_norm_backward(saved, dy);
-  });
+  if (!record) return var(std::move(y));
+  auto saved = std::make_shared<detail::batch_norm_saved>(x, gamma, beta, training, rows, C, std::move(mean),
+                                                          std::move(inv_std), std::move(scale), std::move(offset));
+  var out = make_result(std::move(y), true, [saved](const tensor& dy) { detail::batch_norm_backward(*saved, dy); });
+  out.state()->absorbs_relu = saved;  // relu(norm(x)) masks in this backward (ops::relu)
+  return out;
 }
 
 }  // namespace ops
