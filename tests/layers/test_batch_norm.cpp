@@ -311,7 +311,7 @@ TEST_CASE("relu of a batch norm's output is absorbed into its backward, bit for 
     }
 }
 
-TEST_CASE("relu of a value someone still holds copies it; without a tape it runs in place", "[layers][batch_norm][fusion]") {
+TEST_CASE("relu of a value someone still holds copies it, without a tape it runs in place", "[layers][batch_norm][fusion]") {
   xq::batch_norm bn = built_norm(4);
   const xq::tensor x = uniform({3, 4}, -2.0f, 2.0f, 83);
   const xq::training_mode on;

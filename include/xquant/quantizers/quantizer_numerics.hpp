@@ -39,7 +39,9 @@ class quantizer_numerics {
   /// Fake-quantizes `x` (laid out as `l`) with the range [min(c), max(c)] of each channel
   /// (one value per tensor; per channel: `l.channels` values, or none before a PyTorch
   /// observer's first batch). With `with_gradient`, also the straight-through input
-  /// gradient for that range. Errors name `where` (the quantizer's path).
+  /// gradient for that range, which may read `x` when called: the caller keeps `x` alive
+  /// and unchanged until then (fake_quantizer's recorded step holds its input var), so
+  /// no implementation needs to copy it. Errors name `where` (the quantizer's path).
   virtual quantized_output apply(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l,
                                   const vector& min, const vector& max, bool with_gradient,
                                   const std::string& where) const = 0;
