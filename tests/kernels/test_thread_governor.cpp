@@ -29,10 +29,10 @@ void run_steps(thread_governor& g, std::size_t steps, Time seconds_at) {
 
 }  // namespace
 
-TEST_CASE("thread governor: candidates from the maximum halved down to one", "[kernels][threads][governor]") {
-  CHECK(thread_governor(thread_governor_options{8}).candidates() == std::vector<int>{8, 4, 2, 1});
-  CHECK(thread_governor(thread_governor_options{6}).candidates() == std::vector<int>{6, 3, 1});
-  CHECK(thread_governor(thread_governor_options{2}).candidates() == std::vector<int>{2, 1});
+TEST_CASE("thread governor: candidates from one up to the maximum, halving it", "[kernels][threads][governor]") {
+  CHECK(thread_governor(thread_governor_options{8}).candidates() == std::vector<int>{1, 2, 4, 8});
+  CHECK(thread_governor(thread_governor_options{6}).candidates() == std::vector<int>{1, 3, 6});
+  CHECK(thread_governor(thread_governor_options{2}).candidates() == std::vector<int>{1, 2});
   const thread_governor one(thread_governor_options{1});
   CHECK(one.candidates() == std::vector<int>{1});
   CHECK_FALSE(one.probing());
@@ -45,8 +45,8 @@ TEST_CASE("thread governor: keeps the fastest count and probes again", "[kernels
   o.probe_steps = 3;
   o.reprobe_every = 10;
   thread_governor g(o);
-  CHECK(g.chosen() == 2);  // before the first probe ends: the maximum
-  // Warm-up (not counted), then 3 steps at 2 threads and 3 at 1: two threads faster on average.
+  CHECK(g.chosen() == 1);  // before the first probe ends: one thread
+  // Warm-up (not counted), then 3 steps at 1 thread and 3 at 2: two threads faster on average.
   run_steps(g, 1 + 6, [](int t) { return t == 2 ? 0.010 : 0.018; });
   CHECK_FALSE(g.probing());
   CHECK(g.probes() == 1);
@@ -54,13 +54,18 @@ TEST_CASE("thread governor: keeps the fastest count and probes again", "[kernels
   // A busy core: two threads now stall; after 10 steps the scheduled probe finds one faster.
   run_steps(g, 10, [](int t) { return t == 2 ? 0.0149 : 0.018; });  // not 1.5x slower: no early probe
   CHECK(g.probing());
-  run_steps(g, 6, [](int t) { return t == 2 ? 0.060 : 0.019; });
+  // One thread's first step is 1.9x the chosen count's last mean: its probe ends there;
+  // two threads' first step is 3.2x one thread's: its probe too. Two steps in all.
+  run_steps(g, 2, [](int t) { return t == 2 ? 0.060 : 0.019; });
   CHECK(g.probes() == 2);
   CHECK(g.chosen() == 1);
   CHECK(g.next() == 1);
-  // The count changed: the next probe after 10 steps again. It keeps one thread, so the
-  // one after waits twice as long (20 steps).
-  run_steps(g, 10 + 6, [](int t) { return t == 2 ? 0.060 : 0.019; });
+  REQUIRE(g.probe_means().size() == 2);
+  CHECK(g.probe_means()[0] == Approx(0.019));
+  CHECK(g.probe_means()[1] == Approx(0.060));
+  // The count changed: the next probe after 10 steps again, 3 steps at the chosen count
+  // and one at two threads. It keeps one thread, so the one after waits twice as long.
+  run_steps(g, 10 + 4, [](int t) { return t == 2 ? 0.060 : 0.019; });
   CHECK(g.probes() == 3);
   CHECK(g.chosen() == 1);
   run_steps(g, 19, [](int t) { return t == 2 ? 0.060 : 0.019; });
@@ -89,14 +94,14 @@ TEST_CASE("thread governor: a slower run of steps starts a probe at once", "[ker
   run_steps(g, 2, [](int t) { return t == 2 ? 0.040 : 0.019; });
   CHECK(g.chosen() == 1);
   REQUIRE(g.probe_means().size() == 2);
-  CHECK(g.probe_means()[0] == Approx(0.040));
-  CHECK(g.probe_means()[1] == Approx(0.019));
+  CHECK(g.probe_means()[0] == Approx(0.019));
+  CHECK(g.probe_means()[1] == Approx(0.040));
   // A time recorded for another count than the one probed is ignored.
   thread_governor h(o);
-  h.record(2, 1.0);  // warm-up
-  h.record(1, 0.001);
+  h.record(1, 1.0);  // warm-up
+  h.record(2, 0.001);
   CHECK(h.probing());
-  CHECK(h.next() == 2);
+  CHECK(h.next() == 1);
 }
 
 TEST_CASE("thread governor: a step scope sets the count for the step and restores it", "[kernels][threads][governor]") {
@@ -106,16 +111,16 @@ TEST_CASE("thread governor: a step scope sets the count for the step and restore
   thread_governor_options o;
   o.probe_steps = 1;
   thread_governor g(o);
-  REQUIRE(g.candidates() == std::vector<int>{2, 1});
+  REQUIRE(g.candidates() == std::vector<int>{1, 2});
   {
     const auto warm_up = g.step();
-    CHECK(omp_get_max_threads() == 2);
-  }
-  { const auto at_two = g.step(); }
-  {
-    const auto at_one = g.step();
-    CHECK(at_one.threads() == 1);
     CHECK(omp_get_max_threads() == 1);
+  }
+  { const auto at_one = g.step(); }
+  {
+    const auto at_two = g.step();
+    CHECK(at_two.threads() == 2);
+    CHECK(omp_get_max_threads() == 2);
   }
   CHECK(omp_get_max_threads() == 2);
   CHECK_FALSE(g.probing());

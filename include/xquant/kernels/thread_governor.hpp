@@ -8,11 +8,13 @@
 /// for the scheduler to give it a slice. xquant's CNN step on this 2-core VM then took
 /// several times as long on two threads as on one. Thresholds (threads.hpp) cannot see
 /// this: the work is large, the machine is what changed. So the step is timed: the
-/// governor runs a few steps at each candidate count (the maximum, halved down to one),
-/// keeps the fastest on average, and probes again after `reprobe_every` steps (twice as many
-/// each time the same count wins, up to `max_reprobe_every`), or at once
+/// governor runs a few steps at each candidate count (one thread first, then up to the
+/// maximum), keeps the fastest on average, and probes again after `reprobe_every` steps
+/// (twice as many each time the same count wins, up to `max_reprobe_every`), or at once
 /// when the last `window` steps average `slowdown_to_reprobe` times the chosen count's
-/// time (the machine got busier).
+/// time (the machine got busier). A probe step far slower than the best time known
+/// (`abandon_ratio`) ends that count's probe at once: on a busy core a losing count then
+/// costs one slow step per probe, not `probe_steps` of them.
 ///
 /// The thread count changes results only where a large GEMM or oneDNN's kernel gradient
 /// splits its work by it; in deterministic mode (threads.hpp) it changes none, which is
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -48,22 +51,29 @@ struct thread_governor_options {
   /// probe now (the machine got busier).
   double slowdown_to_reprobe = 1.5;
   std::size_t window = 8;
+  /// A probe step more than this times the best known mean (of the counts already probed
+  /// in this probe, and of the chosen count at the last probe) ends its count's probe:
+  /// that step alone is its mean.
+  double abandon_ratio = 1.25;
 };
 
 class thread_governor {
  public:
   explicit thread_governor(thread_governor_options options = {}) : options_(options) {
+    // The maximum halved down to one, tried from one up: one thread first gives the
+    // others a baseline to be abandoned against (a busy core slows every count but one).
     int top = options_.max_threads > 0 ? options_.max_threads : max_threads();
     for (int t = top; t >= 1; t = t == 1 ? 0 : std::max(1, t / 2)) candidates_.push_back(t);
+    std::reverse(candidates_.begin(), candidates_.end());
     if (options_.probe_steps == 0) options_.probe_steps = 1;
     chosen_ = candidates_.front();
     reprobe_after_ = options_.reprobe_every;
     start_probe();
   }
 
-  /// The counts tried, largest first.
+  /// The counts tried, in the order probed: one first, the maximum last.
   const std::vector<int>& candidates() const noexcept { return candidates_; }
-  /// The count the last probe chose (the largest before the first probe ends).
+  /// The count the last probe chose (one before the first probe ends).
   int chosen() const noexcept { return chosen_; }
   /// Whether the governor is timing candidates now.
   bool probing() const noexcept { return probing_; }
@@ -87,7 +97,8 @@ class thread_governor {
     if (probing_) {
       if (threads != candidates_[probe_index_]) return;
       probe_sum_ += seconds;
-      if (++probe_count_ < options_.probe_steps) return;
+      const bool hopeless = seconds > options_.abandon_ratio * best_known_mean();
+      if (++probe_count_ < options_.probe_steps && !hopeless) return;
       means_[probe_index_] = probe_sum_ / double(probe_count_);
       probe_sum_ = 0.0;
       probe_count_ = 0;
@@ -147,6 +158,16 @@ class thread_governor {
   step_scope step() { return step_scope(*this); }
 
  private:
+  /// The lowest mean step time known while probing candidate `probe_index_`: the
+  /// candidates probed before it in this probe, and the chosen count's at the last probe
+  /// (unless it is the one probed now); infinity when none is known.
+  double best_known_mean() const noexcept {
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < probe_index_; ++i) best = std::min(best, means_[i]);
+    if (probes_done_ > 0 && chosen_ != candidates_[probe_index_]) best = std::min(best, chosen_seconds_);
+    return best;
+  }
+
   void start_probe() {
     probing_ = candidates_.size() > 1;
     probe_index_ = 0;
