@@ -19,6 +19,7 @@
 #include <xquant/layers/batch_norm.hpp>
 #include <xquant/layers/conv2d.hpp>
 #include <xquant/layers/flatten.hpp>
+#include <xquant/layers/pad2d.hpp>
 #include <xquant/wrappers/quant_conv2d.hpp>
 #include <xquant/wrappers/quant_dense.hpp>
 #include <xquant/wrappers/quant_depthwise_conv2d.hpp>
@@ -214,6 +215,84 @@ TEST_CASE("pad_values pads the quantized input with the constant", "[quant_layer
   auto valid = xq::quant_conv2d(1, 3, xq::ste_sign(), xq::ste_sign()).pad_values(1.0f);
   xq::build(valid, {1, 4, 4, 1});
   CHECK(valid(x).shape() == shape_t{1, 2, 2, 1});
+}
+
+TEST_CASE("a conv's padding value as a term on the zero-padded conv equals padding the input", "[quant_layers]") {
+  // quant_conv2d adds the padding value's term to its same-padded convolution
+  // (wrappers/padding_value_term.hpp); the reference pads the input with the value and runs
+  // a valid convolution, as Larq does. Float inputs: equal within rounding; binary ones
+  // (ste_sign on both): bit for bit.
+  struct geometry_case {
+    const char* name;
+    shape_t x;
+    std::size_t kh, kw, sh, sw, dh, dw, filters;
+  };
+  const std::vector<geometry_case> cases = {
+      {"3x3", {2, 6, 7, 3}, 3, 3, 1, 1, 1, 1, 4},
+      {"3x3 stride 2, even input", {2, 8, 8, 2}, 3, 3, 2, 2, 1, 1, 3},
+      {"3x3 stride 2, odd input", {1, 7, 9, 2}, 3, 3, 2, 2, 1, 1, 3},
+      {"5x5 dilation 2", {1, 9, 10, 2}, 5, 5, 1, 1, 2, 2, 2},
+      {"2x3 strides (2, 1)", {2, 5, 6, 3}, 2, 3, 2, 1, 1, 1, 5},
+      {"window larger than the input", {1, 2, 3, 2}, 5, 5, 1, 1, 1, 1, 2},
+  };
+  auto run = [](auto layer, const shape_t& x_shape, float pad, bool reference, unsigned seed, bool bias = true) {
+    layer.padding(xq::padding::same).pad_values(pad).use_bias(bias);
+    xq::build(layer, x_shape);
+    layer.kernel()->value = uniform(layer.kernel()->value.shape(), -1.0f, 1.0f, seed);
+    if (bias) layer.bias()->value = uniform(layer.bias()->value.shape(), -1.0f, 1.0f, seed + 1);
+    xq::var x(uniform(x_shape, -1.0f, 1.0f, seed + 2), true);
+    xq::tape t;
+    xq::var y;
+    if (reference) {
+      // Larq's way, written out: the quantized input padded with the value, a valid conv.
+      const xq::var q = layer.input_quantizer(x);
+      const xq::var k = layer.kernel_quantizer(xq::var(layer.kernel()));
+      const auto ks = layer.kernel_size();
+      const xq::window2d w = xq::resolve_window("ref", q.shape(), ks[0], ks[1], layer.geometry());
+      const std::size_t bottom = (w.out_h - 1) * w.stride_h + (ks[0] - 1) * w.dilation_h + 1 - w.in_h - w.pad_top;
+      const std::size_t right = (w.out_w - 1) * w.stride_w + (ks[1] - 1) * w.dilation_w + 1 - w.in_w - w.pad_left;
+      const xq::var padded = xq::ops::pad2d(q, w.pad_top, bottom, w.pad_left, right, pad);
+      xq::conv2d_geometry valid = layer.geometry();
+      valid.padding = xq::padding::valid;
+      const xq::var b = bias ? xq::var(layer.bias()) : xq::var();
+      y = xq::ops::conv2d(padded, k, bias ? &b : nullptr, valid, "ref");
+    } else {
+      y = layer(x);
+    }
+    t.backward(y, uniform(y.shape(), -1.0f, 1.0f, seed + 3));
+    return std::vector<xq::tensor>{y.value(), x.grad(), layer.kernel()->grad,
+                                   bias ? layer.bias()->grad : xq::tensor(xt::zeros<float>({1}))};
+  };
+  unsigned seed = 900;
+  for (const auto& c : cases)
+    for (const float pad : {1.0f, -0.5f}) {
+      INFO(c.name << ", pad " << pad);
+      seed += 10;
+      auto float_layer = [&] {
+        return xq::quant_conv2d(c.filters, {c.kh, c.kw}, xq::no_quantizer(), xq::no_quantizer())
+            .strides({c.sh, c.sw})
+            .dilation({c.dh, c.dw});
+      };
+      const auto got = run(float_layer(), c.x, pad, false, seed), want = run(float_layer(), c.x, pad, true, seed);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO("y, dx, dkernel, dbias: " << i);
+        REQUIRE(got[i].shape() == want[i].shape());
+        CHECK(xt::allclose(got[i], want[i], 1e-5, 1e-5));
+      }
+      auto binary_layer = [&] {
+        return xq::quant_conv2d(c.filters, {c.kh, c.kw}, xq::ste_sign(), xq::ste_sign())
+            .strides({c.sh, c.sw})
+            .dilation({c.dh, c.dw});
+      };
+      const auto bgot = run(binary_layer(), c.x, pad, false, seed), bwant = run(binary_layer(), c.x, pad, true, seed);
+      for (std::size_t i = 0; i < bgot.size(); ++i) CHECK(xt::allclose(bgot[i], bwant[i], 1e-5, 1e-5));
+      // Without a bias the binary output is a sum of +-1 products and +-pad terms: exact.
+      if (pad == 1.0f) {
+        const auto exact = run(binary_layer(), c.x, pad, false, seed, false);
+        const auto larq = run(binary_layer(), c.x, pad, true, seed, false);
+        CHECK(golden::bit_difference(exact[0], larq[0]) == "");
+      }
+    }
 }
 
 TEST_CASE("the latent kernel gets the clipped STE gradient", "[quant_layers]") {

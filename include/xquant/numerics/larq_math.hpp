@@ -17,6 +17,7 @@
 
 #include "../config.hpp"
 #include "../core/tensor.hpp"
+#include "../kernels/parallel.hpp"
 
 namespace xq::larq {
 
@@ -82,9 +83,12 @@ tensor map(const tensor& x, F&& f) {
   tensor y = tensor::from_shape(x.shape());
   const float* xs = x.data();
   float* out = y.data();
-  const std::size_t n = x.size();
-  XQ_OMP_SIMD
-  for (std::size_t i = 0; i < n; ++i) out[i] = f(xs[i]);
+  // On both cores when large; the workers inherit the caller's FP environment (TF's
+  // flushed denormals: kernels/parallel.hpp), so each element's result is unchanged.
+  kernels::parallel_for(x.size(), 64, [xs, out, &f](std::size_t lo, std::size_t hi) {
+    XQ_OMP_SIMD
+    for (std::size_t i = lo; i < hi; ++i) out[i] = f(xs[i]);
+  });
   return y;
 }
 

@@ -61,7 +61,7 @@ class quant_conv2d : public detail::quant_window_layer<quant_conv2d<InputQ, Kern
     this->ensure_built(x);
     const var in = input_quantizer(x);
     const var kernel = kernel_quantizer(var(this->layer_.kernel()));
-    return this->window_call(in, kernel, [](auto&&... args) { return ops::conv2d(args...); });
+    return this->conv_window_call(in, kernel);
   }
 
   /// The input quantizer's precision in bits; nullopt without one (Larq's summary: "-").

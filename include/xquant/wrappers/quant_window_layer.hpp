@@ -4,7 +4,7 @@
 /// quant_depthwise_conv2d.hpp) add to the wrapped-layer base: the window setters of the
 /// float layer they hold (strides, padding, dilation, use_bias), Larq's `pad_values`,
 /// and the call of the float layer's operation on the quantized input and kernel with
-/// that padding (`window_call`).
+/// that padding (`window_call`, and `conv_window_call` for conv2d).
 
 #include <array>
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include "../config.hpp"
 #include "../core/shape_check.hpp"
 #include "../kernels/padding.hpp"
+#include "padding_value_term.hpp"
 #include "wrapped_layer.hpp"
 
 namespace xq {
@@ -80,6 +81,19 @@ class quant_window_layer : public wrapped_layer<Self, Float> {
     pad_same_with_value(in, g, k[0], k[1], pad_value_, this->path());
     if (g.padding == this->layer_.geometry().padding) return this->layer_.call_with(in, kernel, bias);
     return valid_op(in, kernel, bias.defined() ? &bias : nullptr, g, this->path());
+  }
+
+  /// `window_call` for a conv2d (quant_conv2d): with a padding value, the zero-padded
+  /// convolution plus the value's term (padding_value_term.hpp), which computes what
+  /// padding the input does without the padded copy, on the faster same-padded convolution.
+  var conv_window_call(const var& in, const var& kernel) const {
+    const var bias = this->layer_.bias() ? var(this->layer_.bias()) : var();
+    const conv2d_geometry& g = this->layer_.geometry();
+    if (g.padding != padding::same || pad_value_ == 0.0f) return this->layer_.call_with(in, kernel, bias);
+    require_shape(this->path(), in.shape(), {any('N'), any('H'), any('W'), any('C')});
+    const auto k = this->layer_.kernel_size();
+    const window2d w = resolve_window(this->path(), in.shape(), k[0], k[1], g);
+    return ops::add_padding_value_term(this->layer_.call_with(in, kernel, bias), kernel, w, pad_value_, this->path());
   }
 
  private:

@@ -3,6 +3,7 @@
 /// The wrappers room's compiled code, for <xquant/src.hpp>: every .ipp of wrappers/impl/.
 
 #include "batch_norm_folding.ipp"
+#include "padding_value_term.ipp"
 #include "quant_window_layer.ipp"
 #include "quantized_batch_norm.ipp"
 #include "site_quantizers.ipp"
