@@ -16,8 +16,8 @@ namespace xq {
 /// operation (batch_norm in training) puts one on its output's state; `ops::relu`,
 /// handed that output as an rvalue that nothing but the operation's backward step still
 /// holds, applies the relu in place and calls `absorb_relu`: the operation's backward then
-/// masks the incoming gradient as it reads it, instead of relu allocating, writing and
-/// the operation re-reading a masked copy (three passes over the activation saved).
+/// masks the incoming gradient as it reads it, instead of relu's backward reading x and
+/// dy and writing a masked copy for the operation to read (three memory streams saved).
 struct relu_absorber {
   virtual ~relu_absorber() = default;
   /// From now on the output holds relu(output); the gradient that arrives is relu's.
