@@ -30,13 +30,16 @@ XQ_DECL float stable_sigmoid(float x) {
   return e / (1.0f + e);
 }
 
+/// relu of one value (NaN and -0 pass through), for both forms of ops::relu.
+XQ_ALWAYS_INLINE float relu_value(float v) { return v < 0.0f ? 0.0f : v; }
+
 }  // namespace detail
 
 namespace ops {
 
 XQ_DECL var relu(const var& x) {
   return detail::traced_function("relu", layer_role::activation, x, detail::elementwise_from_input(
-      x, [](float v) { return v < 0.0f ? 0.0f : v; },
+      x, [](float v) { return detail::relu_value(v); },
       // d * (v > 0 ? 1 : 0), the factor selected by bits: written as a cast of the
       // comparison, GCC made it a branch per element (24% of a CNN training step).
       [](float v, float d) { return d * kernels::branchless_select(v > 0.0f, 1.0f, 0.0f); }));
@@ -53,7 +56,7 @@ XQ_DECL var relu(var&& x) {
   float* p = s->value.data();
   kernels::parallel_for(s->value.size(), 64, [p](std::size_t lo, std::size_t hi) {
     XQ_OMP_SIMD
-    for (std::size_t i = lo; i < hi; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
+    for (std::size_t i = lo; i < hi; ++i) p[i] = detail::relu_value(p[i]);
   });
   if (absorbable) {
     s->absorbs_relu->absorb_relu();
