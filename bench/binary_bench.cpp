@@ -22,7 +22,6 @@
 #include <string>
 #include <utility>
 
-#include <xquant/core/memory.hpp>
 #include <xquant/core/mode.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
@@ -118,7 +117,6 @@ struct one_thread {
 template <class Q>
 void quantizer_case(benchmark::State& state, Q quantizer) {
   [[maybe_unused]] const one_thread single;
-  xq::keep_freed_memory();  // as fit does: the call's tensors reuse freed blocks
   const xq::training_mode train(true);
   const auto& shape = shapes[state.range(0)];
   quantizer_call<Q> call(std::move(quantizer), shape);
@@ -179,7 +177,6 @@ BENCHMARK(BM_lsq_quantizer)->Apply(both_shapes);
 /// with the previous call's, dx's non-zeros counted).
 void BM_ste_sign_metrics(benchmark::State& state) {
   [[maybe_unused]] const one_thread single;
-  xq::keep_freed_memory();
   const xq::training_mode train(true);  // flip ratio counts training calls only
   const auto& shape = shapes[state.range(0)];
   quantizer_call<xq::ste_sign> plain(xq::ste_sign(), shape);

@@ -125,6 +125,38 @@ void BM_qat_over_float_train_step(benchmark::State& state) {
 }
 BENCHMARK(BM_qat_over_float_train_step)->ArgName("fold")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The tensor memory cache (core/memory.hpp) against the system allocator: one model's
+// training step with the cache on (its default) and with its limit at 0 (every block
+// handed straight back to malloc), interleaved step by step; `cached_over_uncached` is
+// the ratio of the two step times. Each side warms up its own way first.
+void BM_tensor_cache_train_step(benchmark::State& state) {
+  const std::size_t batch = 64;
+  auto model = fashion::make_cnn(1);
+  xq::build(model, {1, 28, 28, 1});
+  train_step<fashion::cnn> step(model, batch);
+  const std::size_t limit = xq::tensor_memory().cache_limit;
+  double cached_seconds = 0, uncached_seconds = 0;
+  using clock = std::chrono::steady_clock;
+  step();
+  for (auto _ : state) {
+    auto t0 = clock::now();
+    step();
+    auto t1 = clock::now();
+    xq::set_tensor_cache_limit(0);
+    auto t2 = clock::now();
+    step();
+    auto t3 = clock::now();
+    xq::set_tensor_cache_limit(limit);
+    cached_seconds += std::chrono::duration<double>(t1 - t0).count();
+    uncached_seconds += std::chrono::duration<double>(t3 - t2).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["cached_ms"] = 1e3 * cached_seconds / n;
+  state.counters["uncached_ms"] = 1e3 * uncached_seconds / n;
+  state.counters["cached_over_uncached"] = cached_seconds / uncached_seconds;
+}
+BENCHMARK(BM_tensor_cache_train_step)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_cnn_inference_step(benchmark::State& state) {
   const std::size_t batch = static_cast<std::size_t>(state.range(0));
   auto model = fashion::make_cnn(1);

@@ -32,7 +32,6 @@
 #include <utility>
 #include <vector>
 
-#include <xquant/core/memory.hpp>
 #include <xquant/core/mode.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
@@ -545,7 +544,6 @@ BENCHMARK(BM_memcpy)->Unit(benchmark::kMicrosecond)->UseRealTime();
 }  // namespace
 
 int main(int argc, char** argv) {
-  xq::keep_freed_memory();  // as fit does: each inference reuses the previous one's pages
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 #if defined(_OPENMP)

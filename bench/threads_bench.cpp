@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <xquant/core/memory.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/kernels/gemm.hpp>
 #include <xquant/kernels/im2col.hpp>

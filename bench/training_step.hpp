@@ -8,7 +8,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <xquant/core/memory.hpp>
 #include <xquant/core/mode.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/core/tape.hpp>
@@ -36,7 +35,7 @@ inline xq::tensor random_labels(std::size_t n, unsigned seed) {
 
 /// One training step of a model (forward, sparse softmax cross-entropy, backward, Adam) on
 /// a fixed random batch of `image`-shaped inputs (Fashion-MNIST's 28x28x1 by default) and
-/// labels in [0, classes), with `keep_freed_memory` as fit sets it.
+/// labels in [0, classes).
 template <class Model>
 struct train_step {
   Model& model;
@@ -50,7 +49,6 @@ struct train_step {
         x(uniform_tensor({batch, image[0], image[1], image[2]}, 0.0f, 1.0f, seed)),
         y(random_labels(batch, seed + 1)) {
     for (auto& v : y) v = float(int(v) % int(classes));
-    xq::keep_freed_memory();
   }
   void operator()() {
     const xq::training_mode train(true);

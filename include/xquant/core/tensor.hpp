@@ -1,7 +1,9 @@
 #pragma once
 /// \file tensor.hpp
 /// The tensor types of the operator API: row-major xtensor containers, whose
-/// contiguous storage the kernels walk directly.
+/// contiguous storage the kernels walk directly, allocated from the tensor memory cache
+/// (core/memory.hpp). Create them as `tensor::from_shape(shape)` (uninitialized) or from
+/// an expression; an `xt::xarray<float>` converts by copying, as its allocator differs.
 
 #include <cstddef>
 #include <string>
@@ -11,12 +13,13 @@
 
 #include "../config.hpp"
 #include "error.hpp"
+#include "memory.hpp"
 
 namespace xq {
 
-using tensor = xt::xarray<float>;          ///< any rank, row-major
-using vector = xt::xtensor<float, 1>;      ///< per-channel parameters
-using mask_tensor = xt::xarray<bool>;      ///< gradient masks, one byte each
+using tensor = xt::xarray<float, xt::layout_type::row_major, tensor_allocator<float>>;  ///< any rank
+using vector = xt::xtensor<float, 1>;  ///< per-channel parameters (small: the system allocator's)
+using mask_tensor = xt::xarray<bool, xt::layout_type::row_major, tensor_allocator<bool>>;  ///< one byte each
 
 namespace detail {
 

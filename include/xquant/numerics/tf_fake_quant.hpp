@@ -238,7 +238,7 @@ tensor fake_quant_with_min_max_args(const tensor& x, float min = -6.0f, float ma
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
   if (!(min < max))
     throw argument_error(where, "min < max", xq::detail::concat("min = ", min, ", max = ", max));
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   // min < max: the range is not empty.
   if (rev == revision::current)
     kernels::forward(Policy{},
@@ -262,7 +262,7 @@ tensor fake_quant_with_min_max_args_gradient(const tensor& dy, const tensor& x, 
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
   if (!(min < max))
     throw argument_error(where, "min < max", xq::detail::concat("min = ", min, ", max = ", max));
-  tensor dx = xt::empty<float>(x.shape());
+  tensor dx = tensor::from_shape(x.shape());
   kernels::backward(Policy{},
                     detail::nonempty(detail::make_kernel<revision::current, step_form::product>(min, max, g, where)),
                     x.data(), dy.data(), dx.data(), x.size());
@@ -278,7 +278,7 @@ tensor fake_quant_with_min_max_vars(const tensor& x, float min, float max, int n
   constexpr const char* where = "tf.fake_quant_with_min_max_vars";
   const flush_denormals_scope as_in_tensorflow;
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   if (rev == revision::current) {
     const auto k = detail::make_kernel<revision::current, step_form::quotient>(min, max, g, where);
     if (k.pass_all != 0.0f) {  // min = max = 0
@@ -302,7 +302,7 @@ fake_quant_result fake_quant_with_min_max_vars_and_mask(const tensor& x, float m
   constexpr const char* where = "tf.fake_quant_with_min_max_vars";
   const flush_denormals_scope as_in_tensorflow;
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
-  fake_quant_result r{xt::empty<float>(x.shape()), mask_tensor(x.shape())};
+  fake_quant_result r{tensor::from_shape(x.shape()), mask_tensor(x.shape())};
   const auto k = detail::make_kernel<revision::current, step_form::quotient>(min, max, g, where);
   if (k.pass_all != 0.0f) {
     std::fill(r.y.begin(), r.y.end(), 0.0f);
@@ -323,7 +323,7 @@ fake_quant_gradients fake_quant_with_min_max_vars_gradient(const tensor& dy, con
   const flush_denormals_scope as_in_tensorflow;
   xq::detail::require_same_shape(where, x, dy, "a gradient");
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
-  fake_quant_gradients r{xt::empty<float>(x.shape()), 0.0f, 0.0f};
+  fake_quant_gradients r{tensor::from_shape(x.shape()), 0.0f, 0.0f};
   // The kernel's pass_all case covers min = max = 0 (dx = dy exactly).
   const auto k = detail::make_kernel<revision::current, step_form::product>(min, max, g, where);
   kernels::backward(Policy{}, k, x.data(), dy.data(), r.dx.data(), x.size());
@@ -346,7 +346,7 @@ tensor fake_quant_with_min_max_vars_per_channel(const tensor& x, const vector& m
   const flush_denormals_scope as_in_tensorflow;
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
   const auto layout = detail::last_axis_layout(x, min, max, where);
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   if (rev == revision::current) {
     const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
     kernels::forward_channels(Policy{}, ranges.table(), layout, x.data(), y.data());
@@ -367,7 +367,7 @@ fake_quant_result fake_quant_with_min_max_vars_per_channel_and_mask(const tensor
   const flush_denormals_scope as_in_tensorflow;
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
   const auto layout = detail::last_axis_layout(x, min, max, where);
-  fake_quant_result r{xt::empty<float>(x.shape()), mask_tensor(x.shape())};
+  fake_quant_result r{tensor::from_shape(x.shape()), mask_tensor(x.shape())};
   const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
   kernels::forward_channels_with_mask(Policy{}, ranges.table(), layout, x.data(), r.y.data(),
                                       r.mask.data());
@@ -385,7 +385,7 @@ fake_quant_channel_gradients fake_quant_with_min_max_vars_per_channel_gradient(
   const quant_grid g = fake_quant_grid(num_bits, narrow_range, where);
   const auto layout = detail::last_axis_layout(x, min, max, where);
   const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
-  fake_quant_channel_gradients r{xt::empty<float>(x.shape()), vector::from_shape({layout.channels}),
+  fake_quant_channel_gradients r{tensor::from_shape(x.shape()), vector::from_shape({layout.channels}),
                                  vector::from_shape({layout.channels})};
   kernels::backward_channels(Policy{}, ranges.table(), layout, x.data(), dy.data(), r.dx.data());
   const std::size_t C = layout.channels;

@@ -138,7 +138,7 @@ tensor quantize_and_dequantize_v4(const tensor& x, const tensor& input_min,
   constexpr const char* where = "tf.quantize_and_dequantize_v4";
   const flush_denormals_scope as_in_tensorflow;
   const detail::qdq_ranges r(x, input_min, input_max, options, where);
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   const bool even = options.round == round_mode::half_to_even;
   if (options.range_given) {
     if (even) detail::run_qdq<Policy, round_mode::half_to_even, true>(r, x.data(), y.data());
@@ -169,7 +169,7 @@ tensor quantize_and_dequantize_v4_gradient(const tensor& dy, const tensor& x,
   qdq_options given = options;
   given.range_given = true;  // the gradient only reads the range as given
   const detail::qdq_ranges r(x, input_min, input_max, given, where);
-  tensor dx = xt::empty<float>(x.shape());
+  tensor dx = tensor::from_shape(x.shape());
   const auto table = r.table<round_mode::half_to_even, true>();
   if (r.layout.channels == 1)
     kernels::backward(Policy{}, table.template at<float>(0), x.data(), dy.data(), dx.data(),

@@ -297,7 +297,7 @@ struct channel_params {
 template <class Policy = default_policy>
 tensor fake_quantize_per_tensor_affine(const tensor& x, float scale, std::int64_t zero_point,
                                        std::int64_t quant_min, std::int64_t quant_max) {
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   detail::with_per_tensor_kernel<Policy>(
       scale, zero_point, quant_min, quant_max, "torch.fake_quantize_per_tensor_affine",
       [&](auto policy, const auto& k) { kernels::forward(policy, k, x.data(), y.data(), x.size()); });
@@ -310,7 +310,7 @@ fake_quant_result fake_quantize_per_tensor_affine_and_mask(const tensor& x, floa
                                                            std::int64_t zero_point,
                                                            std::int64_t quant_min,
                                                            std::int64_t quant_max) {
-  fake_quant_result r{xt::empty<float>(x.shape()), mask_tensor(x.shape())};
+  fake_quant_result r{tensor::from_shape(x.shape()), mask_tensor(x.shape())};
   detail::with_per_tensor_kernel<Policy>(
       scale, zero_point, quant_min, quant_max, "torch.fake_quantize_per_tensor_affine",
       [&](auto policy, const auto& k) {
@@ -326,7 +326,7 @@ tensor fake_quantize_per_tensor_affine_gradient(const tensor& dy, const tensor& 
                                                 std::int64_t quant_max) {
   constexpr const char* where = "torch.fake_quantize_per_tensor_affine_gradient";
   xq::detail::require_same_shape(where, x, dy, "a gradient");
-  tensor dx = xt::empty<float>(x.shape());
+  tensor dx = tensor::from_shape(x.shape());
   detail::with_per_tensor_kernel<Policy>(
       scale, zero_point, quant_min, quant_max, where, [&](auto policy, const auto& k) {
         kernels::backward(policy, k, x.data(), dy.data(), dx.data(), x.size());
@@ -343,7 +343,7 @@ tensor fake_quantize_per_channel_affine(const tensor& x, const vector& scale,
                                         std::int64_t quant_min, std::int64_t quant_max) {
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, true,
                                  "torch.fake_quantize_per_channel_affine");
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   kernels::forward_channels(Policy{}, p.table(), p.layout, x.data(), y.data());
   return y;
 }
@@ -361,7 +361,7 @@ tensor fake_quantize_per_channel_affine(const tensor& x, const vector& scale,
                                         cpu_capability capability = default_cpu_capability()) {
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, false,
                                  "torch.fake_quantize_per_channel_affine");
-  tensor y = xt::empty<float>(x.shape());
+  tensor y = tensor::from_shape(x.shape());
   kernels::forward_channels(scalar_policy{}, p.float_zero_point_table(capability), p.layout, x.data(),
                             y.data());
   return y;
@@ -374,7 +374,7 @@ fake_quant_result fake_quantize_per_channel_affine_and_mask(const tensor& x, con
                                                             std::int64_t quant_max) {
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, true,
                                  "torch.fake_quantize_per_channel_affine");
-  fake_quant_result r{xt::empty<float>(x.shape()), mask_tensor(x.shape())};
+  fake_quant_result r{tensor::from_shape(x.shape()), mask_tensor(x.shape())};
   kernels::forward_channels_with_mask(Policy{}, p.table(), p.layout, x.data(), r.y.data(),
                                       r.mask.data());
   return r;
@@ -388,7 +388,7 @@ tensor fake_quantize_per_channel_affine_gradient(const tensor& dy, const tensor&
   constexpr const char* where = "torch.fake_quantize_per_channel_affine_gradient";
   xq::detail::require_same_shape(where, x, dy, "a gradient");
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, true, where);
-  tensor dx = xt::empty<float>(x.shape());
+  tensor dx = tensor::from_shape(x.shape());
   kernels::backward_channels(Policy{}, p.table(), p.layout, x.data(), dy.data(), dx.data());
   return dx;
 }
@@ -403,7 +403,7 @@ tensor fake_quantize_per_channel_affine_gradient(const tensor& dy, const tensor&
   constexpr const char* where = "torch.fake_quantize_per_channel_affine_gradient";
   xq::detail::require_same_shape(where, x, dy, "a gradient");
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, false, where);
-  tensor dx = xt::empty<float>(x.shape());
+  tensor dx = tensor::from_shape(x.shape());
   kernels::backward_channels(scalar_policy{}, p.float_zero_point_table(capability), p.layout, x.data(),
                              dy.data(), dx.data());
   return dx;

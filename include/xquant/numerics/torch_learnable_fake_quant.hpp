@@ -185,7 +185,7 @@ learnable_gradients fake_quantize_learnable_per_tensor_affine_backward(
   const float zp = float(detail::backward_zero_point(zero_point, quant_min, quant_max));
   const learnable_fake_quantize_kernel<float> k{scale,           1.0f / scale,     zp,
                                                 float(quant_min), float(quant_max), grad_factor};
-  learnable_gradients r{xt::empty<float>(x.shape()), 0.0f, 0.0f};
+  learnable_gradients r{tensor::from_shape(x.shape()), 0.0f, 0.0f};
   kernels::backward(Policy{}, k, x.data(), dy.data(), r.dx.data(), x.size());
   detail::learnable_param_grads(k, x.data(), dy.data(), x.size(), r.dscale, r.dzero_point);
   return r;
@@ -221,7 +221,7 @@ learnable_channel_gradients fake_quantize_learnable_per_channel_affine_backward(
                                                p.zero_point.data(), p.quant_min, p.quant_max,
                                                grad_factor};
   const std::size_t C = p.layout.channels;
-  learnable_channel_gradients r{xt::empty<float>(x.shape()), vector::from_shape({C}),
+  learnable_channel_gradients r{tensor::from_shape(x.shape()), vector::from_shape({C}),
                                 vector::from_shape({C})};
   kernels::backward_channels(Policy{}, table, p.layout, x.data(), dy.data(), r.dx.data());
   detail::learnable_channel_param_grads(table, p.layout, x.data(), dy.data(), r.dscale.data(),

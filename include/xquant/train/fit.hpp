@@ -32,7 +32,6 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
-#include "../core/memory.hpp"
 #include "../core/mode.hpp"
 #include "../core/layer_ref.hpp"
 #include "../core/model.hpp"
@@ -149,9 +148,6 @@ struct fit_options {
   std::size_t max_steps_per_epoch = 0;  ///< 0: every batch
   epoch_callback on_epoch_end;
   progress_options progress;  ///< where and how progress is shown
-  /// Ask malloc to keep freed memory for the next step (core/memory.hpp): each step
-  /// then reuses its tensors' pages instead of faulting fresh ones in. Process-wide.
-  bool keep_freed_memory = true;
   thread_policy threads = thread_policy::automatic;  ///< how each step's thread count is chosen
 };
 

@@ -2,7 +2,6 @@
 /// \file all.ipp
 /// The kernels room's compiled code, for <xquant/src.hpp>: every .ipp of kernels/impl/.
 
-#include "workspace.ipp"
 #include "gemm.ipp"
 #include "im2col.ipp"
 #include "padding.ipp"

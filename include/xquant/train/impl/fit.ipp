@@ -114,7 +114,6 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
                             const fit_options& opts) {
   check_fit_arguments(train, opts);
   const std::size_t n = train.size();
-  if (opts.keep_freed_memory) keep_freed_memory();
   set_paths(target.model, "");
 
   std::size_t steps = batch_count(n, opts.batch_size);
