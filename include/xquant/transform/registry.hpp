@@ -7,7 +7,8 @@
 /// | conv2d, dense, depthwise_conv2d                | weight_quantized<L>   |
 /// | embedding, tied_projection, tied_dense         | weight_quantized<L>, a quantizer per use |
 /// | batch_norm                                     | quantized_batch_norm  |
-/// | pools, activations, flatten, reshape, dropout  | input_quantized<L>    |
+/// | pools, activations (gelu too), flatten, reshape, dropout | input_quantized<L> |
+/// | zero_padding2d, cropping2d, upsampling2d, layer_norm    | input_quantized<L> |
 /// | add, concatenate, multiply                     | inputs_quantized<L>   |
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
 /// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
@@ -29,20 +30,25 @@
 #include "../layers/average_pool2d.hpp"
 #include "../layers/batch_norm.hpp"
 #include "../layers/concatenate.hpp"
+#include "../layers/cropping2d.hpp"
 #include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/depthwise_conv2d.hpp"
 #include "../layers/dropout.hpp"
 #include "../layers/embedding.hpp"
 #include "../layers/flatten.hpp"
+#include "../layers/gelu.hpp"
 #include "../layers/global_average_pool2d.hpp"
 #include "../layers/global_max_pool2d.hpp"
+#include "../layers/layer_norm.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/multiply.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/sequential.hpp"
 #include "../layers/tied_dense.hpp"
 #include "../layers/tied_projection.hpp"
+#include "../layers/upsampling2d.hpp"
+#include "../layers/zero_padding2d.hpp"
 #include "../wrappers/input_quantized.hpp"
 #include "../wrappers/inputs_quantized.hpp"
 #include "../wrappers/quant_conv2d.hpp"
@@ -85,6 +91,13 @@ template <> struct quantize<softmax> : registered_twin<input_quantized<softmax>,
 template <> struct quantize<flatten> : registered_twin<input_quantized<flatten>, false> {};
 template <> struct quantize<reshape> : registered_twin<input_quantized<reshape>, false> {};
 template <> struct quantize<dropout> : registered_twin<input_quantized<dropout>, false> {};
+template <> struct quantize<gelu> : registered_twin<input_quantized<gelu>, false> {};
+template <> struct quantize<zero_padding2d> : registered_twin<input_quantized<zero_padding2d>, false> {};
+template <> struct quantize<cropping2d> : registered_twin<input_quantized<cropping2d>, false> {};
+template <> struct quantize<upsampling2d> : registered_twin<input_quantized<upsampling2d>, false> {};
+/// Layer norm keeps float statistics (as TensorRT and ONNX Runtime run it): its input is
+/// quantized when a scheme or spec asks, its gamma and beta stay float.
+template <> struct quantize<layer_norm> : registered_twin<input_quantized<layer_norm>, false> {};
 
 template <> struct quantize<add> : registered_twin<inputs_quantized<add>, false> {};
 template <> struct quantize<concatenate> : registered_twin<inputs_quantized<concatenate>, false> {};

@@ -1,0 +1,249 @@
+// zero_padding2d, cropping2d, upsampling2d (nearest, bilinear), gelu (both forms) and
+// layer_norm: TensorFlow/Keras's outputs and gradients (golden vectors from
+// tools/gen_golden_shape_norm_layers.py), numerical gradient checks, errors that name the
+// layer, and their quantized twins in a model that quantize_model and summarize walk.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include <xquant/layers/conv2d.hpp>
+#include <xquant/layers/cropping2d.hpp>
+#include <xquant/layers/dense.hpp>
+#include <xquant/layers/flatten.hpp>
+#include <xquant/layers/gelu.hpp>
+#include <xquant/layers/layer_norm.hpp>
+#include <xquant/layers/sequential.hpp>
+#include <xquant/layers/upsampling2d.hpp>
+#include <xquant/layers/zero_padding2d.hpp>
+#include <xquant/summary/summarize.hpp>
+#include <xquant/transform/quantize_model.hpp>
+
+#include "../golden.hpp"
+#include "../gradient_check.hpp"
+
+using xq::testing::check_gradients;
+using xq::testing::uniform;
+
+namespace {
+
+/// Within 2e-6 of the largest magnitude of `want` (at least 1): TF and xquant sum in
+/// different orders, and TF's erf and tanh are Eigen's polynomials, not the C library's.
+void check_close(const xq::tensor& got, const xq::tensor& want, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.shape() == want.shape());
+  float scale = 1.0f;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got.data()[i] - want.data()[i]) <= 2e-6f * scale) && bad++ == 0) first = i;
+  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got.data()[first] << " want "
+            << want.data()[first]);
+  CHECK(bad == 0);
+}
+
+xq::image_margins margins(const golden::json& m) {
+  return {{m[0][0].get<std::size_t>(), m[0][1].get<std::size_t>()},
+          {m[1][0].get<std::size_t>(), m[1][1].get<std::size_t>()}};
+}
+
+/// The layer a golden case describes, called on x.
+xq::var run_case(const golden::json& c, const xq::var& x) {
+  const std::string op = c.at("op");
+  if (op == "zero_padding2d") return xq::zero_padding2d(margins(c.at("padding")))(x);
+  if (op == "cropping2d") return xq::cropping2d(margins(c.at("cropping")))(x);
+  if (op == "upsampling2d")
+    return xq::upsampling2d(c.at("size")[0], c.at("size")[1],
+                            c.at("interpolation") == "bilinear" ? xq::interpolation::bilinear
+                                                                : xq::interpolation::nearest)(x);
+  if (op == "gelu") return xq::gelu(c.at("approximate").get<bool>())(x);
+  FAIL("unknown op " << op);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("padding, cropping, upsampling and gelu match TensorFlow (golden vectors)", "[layers][golden]") {
+  const auto doc = golden::load("layers_shape_norm");
+  int checked = 0;
+  for (const auto& c : doc.at("cases")) {
+    if (c.at("op") == "layer_norm") continue;
+    const std::string name = std::string(c.at("op")) + " " + std::string(c.at("name"));
+    xq::var x(golden::tensor(c.at("x")), true);
+    xq::tape t;
+    xq::var y = run_case(c, x);
+    check_close(y.value(), golden::tensor(c.at("y")), name + ": y");
+    t.backward(y, golden::tensor(c.at("dy")));
+    check_close(x.grad(), golden::tensor(c.at("dx")), name + ": dx");
+    ++checked;
+  }
+  CHECK(checked == 16);
+}
+
+TEST_CASE("layer_norm matches Keras LayerNormalization (golden vectors)", "[layers][layer_norm][golden]") {
+  const auto doc = golden::load("layers_shape_norm");
+  int checked = 0;
+  for (const auto& c : doc.at("cases")) {
+    if (c.at("op") != "layer_norm") continue;
+    const std::string name = "layer_norm " + std::string(c.at("name"));
+    INFO(name);
+    xq::layer_norm norm(c.at("axis").get<std::vector<int>>(), c.at("center").get<bool>(), c.at("scale").get<bool>());
+    norm.epsilon(c.at("epsilon").get<float>());
+    xq::var x(golden::tensor(c.at("x")), true);
+    norm.build(x.shape());
+    if (norm.gamma()) norm.gamma()->value = golden::tensor(c.at("gamma"));
+    if (norm.beta()) norm.beta()->value = golden::tensor(c.at("beta"));
+    xq::tape t;
+    xq::var y = norm(x);
+    check_close(y.value(), golden::tensor(c.at("y")), name + ": y");
+    t.backward(y, golden::tensor(c.at("dy")));
+    check_close(x.grad(), golden::tensor(c.at("dx")), name + ": dx");
+    if (norm.gamma()) check_close(norm.gamma()->grad, golden::tensor(c.at("dgamma")), name + ": dgamma");
+    if (norm.beta()) check_close(norm.beta()->grad, golden::tensor(c.at("dbeta")), name + ": dbeta");
+    CHECK(bool(norm.gamma()) == c.at("scale").get<bool>());
+    CHECK(bool(norm.beta()) == c.at("center").get<bool>());
+    ++checked;
+  }
+  CHECK(checked == 7);
+}
+
+TEST_CASE("padding, cropping and upsampling: gradients", "[layers][gradient]") {
+  xq::var x(uniform({2, 5, 4, 3}, -1, 1, 3), true);
+  check_gradients([&] { return xq::zero_padding2d({{1, 2}, {0, 3}})(x); }, {x.state()}, {}, "zero_padding2d");
+  check_gradients([&] { return xq::cropping2d({{1, 2}, {0, 1}})(x); }, {x.state()}, {}, "cropping2d");
+  check_gradients([&] { return xq::upsampling2d(2, 3)(x); }, {x.state()}, {}, "nearest");
+  check_gradients([&] { return xq::upsampling2d(3, 2, xq::interpolation::bilinear)(x); }, {x.state()}, {},
+                  "bilinear");
+}
+
+TEST_CASE("gelu: gradients of both forms, and its shape", "[layers][gelu][gradient]") {
+  xq::var x(uniform({4, 9}, -4, 4, 5), true);
+  check_gradients([&] { return xq::ops::gelu(x); }, {x.state()}, {}, "erf");
+  check_gradients([&] { return xq::ops::gelu(x, true); }, {x.state()}, {}, "tanh");
+  const xq::var probe(xq::tensor{{-1.0f, 0.0f, 1.0f, 3.0f}});
+  const auto exact = xq::ops::gelu(probe).value(), approx = xq::ops::gelu(probe, true).value();
+  CHECK(exact(0, 0) == Approx(-0.158655f).epsilon(1e-5));  // -Phi(-1)
+  CHECK(exact(0, 1) == 0.0f);
+  CHECK(exact(0, 2) == Approx(0.841345f).epsilon(1e-5));
+  CHECK(approx(0, 3) == Approx(2.996363f).epsilon(1e-5));
+}
+
+TEST_CASE("layer_norm: gradients over several axis sets, with and without gamma and beta",
+          "[layers][layer_norm][gradient]") {
+  for (const auto& axes : {std::vector<int>{-1}, std::vector<int>{1, 2}, std::vector<int>{1}, std::vector<int>{0, 2}}) {
+    for (bool affine : {true, false}) {
+      INFO("axes " << axes.size() << " first " << axes[0] << " affine " << affine);
+      xq::layer_norm norm(axes, affine, affine);
+      xq::var x(uniform({3, 4, 5}, -2, 2, 9), true);
+      norm.build(x.shape());
+      std::vector<std::shared_ptr<xq::variable_state>> wrt{x.state()};
+      if (affine) {
+        norm.gamma()->value = uniform(norm.gamma()->value.shape(), 0.5f, 1.5f, 10);
+        norm.beta()->value = uniform(norm.beta()->value.shape(), -0.5f, 0.5f, 11);
+        wrt.push_back(norm.gamma());
+        wrt.push_back(norm.beta());
+      }
+      check_gradients([&] { return norm(x); }, wrt, {}, "layer_norm");
+    }
+  }
+}
+
+TEST_CASE("layer_norm: every normalized slice has mean 0 and variance 1 before gamma and beta",
+          "[layers][layer_norm]") {
+  xq::layer_norm norm({0, 2}, false, false);
+  norm.epsilon(0.0f);
+  const xq::var y = norm(xq::var(uniform({3, 4, 5}, -3, 7, 2)));
+  for (std::size_t j = 0; j < 4; ++j) {
+    double sum = 0, squares = 0;
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t k = 0; k < 5; ++k) sum += y.value()(i, j, k);
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t k = 0; k < 5; ++k) squares += std::pow(y.value()(i, j, k) - sum / 15, 2);
+    CHECK(std::fabs(sum / 15) < 1e-6);
+    CHECK(squares / 15 == Approx(1.0).epsilon(1e-5));
+  }
+  CHECK_FALSE(norm.gamma());
+  CHECK(norm.parameters().size() == 2);
+}
+
+TEST_CASE("shape layers and layer_norm: errors name the layer path, the expected and the given",
+          "[layers][errors]") {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const xq::argument_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const xq::var image(uniform({1, 4, 4, 2}));
+  xq::cropping2d crop({{2, 2}, {0, 0}});
+  crop.set_path("net/crop");
+  const auto m = message([&] { crop(image); });
+  CHECK_THAT(m, Catch::Contains("net/crop") && Catch::Contains("more than 4 rows") && Catch::Contains("(1, 4, 4, 2)"));
+  CHECK_THAT(message([&] { xq::ops::upsampling2d(image, 0, 2); }), Catch::Contains("at least 1"));
+  CHECK_THAT(message([&] { xq::zero_padding2d()(xq::var(uniform({4, 4}))); }), Catch::Contains("zero_padding2d"));
+  xq::layer_norm norm({3});
+  norm.set_path("block/norm");
+  CHECK_THAT(message([&] { norm(xq::var(uniform({2, 3}))); }),
+             Catch::Contains("block/norm") && Catch::Contains("axis 3") && Catch::Contains("rank 2"));
+  CHECK_THAT(message([&] { xq::layer_norm({1, -1})(xq::var(uniform({2, 3}))); }), Catch::Contains("twice"));
+  xq::layer_norm built;
+  built(xq::var(uniform({2, 3})));
+  CHECK_THAT(message([&] { built(xq::var(uniform({2, 5}))); }),
+             Catch::Contains("gamma of shape (5,)") && Catch::Contains("(3,)"));
+}
+
+namespace {
+
+using decoder = xq::sequential<xq::zero_padding2d, xq::conv2d, xq::layer_norm, xq::gelu, xq::upsampling2d,
+                               xq::cropping2d, xq::flatten, xq::dense>;
+
+decoder make_decoder() {
+  return decoder(xq::zero_padding2d(), xq::conv2d(4, 3), xq::layer_norm(), xq::gelu(true),
+                 xq::upsampling2d(2, 2, xq::interpolation::bilinear), xq::cropping2d({{1, 1}, {1, 1}}),
+                 xq::flatten(), xq::dense(3));
+}
+
+}  // namespace
+
+TEST_CASE("the new layers have quantized twins that quantize_model and summarize walk",
+          "[layers][quantize][summary]") {
+  static_assert(std::is_same_v<xq::quantize_t<xq::gelu>, xq::input_quantized<xq::gelu>>);
+  static_assert(std::is_same_v<xq::quantize_t<xq::layer_norm>, xq::input_quantized<xq::layer_norm>>);
+  static_assert(std::is_same_v<xq::quantize_t<xq::upsampling2d>, xq::input_quantized<xq::upsampling2d>>);
+  auto model = make_decoder();
+  xq::build(model, {1, 6, 6, 2});
+  const xq::var x(uniform({2, 6, 6, 2}, -1, 1, 4));
+  const xq::tensor want = model(x).value();
+
+  // NVIDIA's default matrix quantizes the conv and the dense layer; the spec opts the
+  // upsampling and the layer norm in by type, as NVIDIA's toolkit opts pooling layers in.
+  xq::quantize_options o;
+  o.spec.add_type("upsampling2d");
+  o.spec.add_type("layer_norm");
+  auto q = xq::quantize_model(model, o, {1, 6, 6, 2});
+  CHECK(q.get<1>().input_quantizer().enabled());
+  CHECK(q.get<2>().input_quantizer().enabled());
+  CHECK(q.get<4>().input_quantizer().enabled());
+  CHECK_FALSE(q.get<3>().input_quantizer().enabled());  // gelu: not asked for
+  CHECK(q.get<2>().float_layer().gamma() == model.get<2>().gamma());  // one parameter, shared
+  const xq::tensor got = q(x).value();
+  REQUIRE(got.shape() == want.shape());
+  double diff = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(std::isfinite(got.data()[i]));
+    diff = std::max(diff, double(std::fabs(got.data()[i] - want.data()[i])));
+  }
+  CHECK(diff > 0.0);  // fake quantization changed something
+
+  const auto s = xq::summarize(model, {1, 6, 6, 2});
+  REQUIRE(s.layers.size() == 8);
+  CHECK(s.layers[0].name == "zero_padding2d");
+  CHECK(s.layers[2].name == "layer_normalization");
+  CHECK(s.layers[2].weight_count() == 8);  // gamma and beta of 4 channels
+  CHECK(s.layers[4].name == "up_sampling2d");
+  REQUIRE(s.layers[4].output_shape);
+  CHECK(*s.layers[4].output_shape == std::vector<std::ptrdiff_t>{-1, 12, 12, 4});
+  CHECK(s.layers[1].mac_count() == 6u * 6u * 3u * 3u * 2u * 4u);
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Golden vectors for xquant's padding, cropping, upsampling, GELU and layer-norm layers,
+from TensorFlow/Keras 3 (issue 16).
+
+Runs the Keras layers ZeroPadding2D, Cropping2D, UpSampling2D (nearest and bilinear),
+LayerNormalization and the GELU activation (exact and tanh-approximate) on CPU, float32,
+eager, with given weights, and records the forward output and the gradients of
+sum(y * dy) for x and every weight.
+
+Cases stress what a port gets wrong: asymmetric padding and cropping, upsampling factors
+that differ per axis, bilinear's half-pixel centres at the borders (Keras 3 resizes with
+tf.image.resize: half_pixel_centers, no antialias when enlarging), layer norm over the
+last axis, over several axes and over a middle axis, with and without its scale and
+centre, and GELU far into both tails.
+
+Output: tests/data/golden/layers_shape_norm.json, floats as uint32 bit patterns (the
+format of gen_golden.py; tests/golden.hpp reads it). Reduction order differs between TF
+and xquant, so the C++ test compares with a relative tolerance. Deterministic: fixed
+seeds, one thread.
+
+Usage:  /work/venv-golden/bin/python tools/gen_golden_shape_norm_layers.py [--out DIR]
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+import argparse
+import json
+
+import numpy as np
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(REPO, "tests", "data", "golden")
+F = np.float32
+
+
+def enc(a):
+    a = np.ascontiguousarray(np.asarray(a, dtype=F))
+    return {"shape": list(a.shape), "f32": a.reshape(-1).view(np.uint32).tolist()}
+
+
+def rand(rng, shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, size=shape).astype(F)
+
+
+def grads(fn, x, weights, rng):
+    """y = fn(x, *weights); gradients of sum(y * dy) for x and the weights."""
+    xv = tf.constant(x)
+    ws = [tf.Variable(w) for w in weights]
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        y = fn(xv, *ws)
+        dy = rand(rng, y.shape)
+        loss = tf.reduce_sum(y * dy)
+    g = tape.gradient(loss, [xv] + ws)
+    return y.numpy(), dy, [t.numpy() for t in g]
+
+
+def plain_case(rng, op, name, layer, x, **attrs):
+    y, dy, g = grads(lambda xv: layer(xv), x, [], rng)
+    return {"op": op, "name": name, **attrs, "x": enc(x), "y": enc(y), "dy": enc(dy), "dx": enc(g[0])}
+
+
+def layer_norm_case(rng, name, x, axis, epsilon=1e-3, center=True, scale=True):
+    layer = keras.layers.LayerNormalization(axis=axis, epsilon=epsilon, center=center, scale=scale)
+    layer.build(x.shape)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    wshape = tuple(x.shape[a] for a in axes)
+    gamma = rand(rng, wshape, 0.5, 1.5)
+    beta = rand(rng, wshape, -0.5, 0.5)
+    weights = []
+    if scale:
+        layer.gamma.assign(gamma)
+        weights.append(layer.gamma)
+    if center:
+        layer.beta.assign(beta)
+        weights.append(layer.beta)
+    xv = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        y = layer(xv)
+        dy = rand(rng, y.shape)
+        loss = tf.reduce_sum(y * dy)
+    g = tape.gradient(loss, [xv] + weights)
+    case = {"op": "layer_norm", "name": name, "axis": axes, "epsilon": epsilon, "center": center, "scale": scale,
+            "x": enc(x), "y": enc(y.numpy()), "dy": enc(dy), "dx": enc(g[0].numpy())}
+    k = 1
+    if scale:
+        case["gamma"] = enc(gamma)
+        case["dgamma"] = enc(g[k].numpy())
+        k += 1
+    if center:
+        case["beta"] = enc(beta)
+        case["dbeta"] = enc(g[k].numpy())
+    return case
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    args = ap.parse_args()
+    rng = np.random.default_rng(20261124)
+    cases = []
+
+    # zero_padding2d: symmetric, asymmetric, only one side.
+    for name, pad in [("1 all round", ((1, 1), (1, 1))), ("asymmetric", ((2, 0), (1, 3))),
+                      ("height only", ((0, 2), (0, 0)))]:
+        cases.append(plain_case(rng, "zero_padding2d", name, keras.layers.ZeroPadding2D(padding=pad),
+                                rand(rng, (2, 4, 5, 3)), padding=[list(pad[0]), list(pad[1])]))
+
+    # cropping2d
+    for name, crop in [("1 all round", ((1, 1), (1, 1))), ("asymmetric", ((2, 0), (1, 3))),
+                       ("width only", ((0, 0), (2, 1)))]:
+        cases.append(plain_case(rng, "cropping2d", name, keras.layers.Cropping2D(cropping=crop),
+                                rand(rng, (2, 6, 7, 3)), cropping=[list(crop[0]), list(crop[1])]))
+
+    # upsampling2d: nearest and bilinear, factors per axis, odd sizes (border weights).
+    for interp in ("nearest", "bilinear"):
+        for name, size, shape in [("2x2", (2, 2), (2, 3, 4, 3)), ("3x2", (3, 2), (1, 5, 3, 2)),
+                                  ("1x4", (1, 4), (2, 2, 3, 1)), ("2x2 on 1x1", (2, 2), (1, 1, 1, 2))]:
+            cases.append(plain_case(rng, "upsampling2d", f"{interp} {name}",
+                                    keras.layers.UpSampling2D(size=size, interpolation=interp),
+                                    rand(rng, shape), size=list(size), interpolation=interp))
+
+    # gelu: exact (erf) and the tanh approximation, over a range that reaches both tails.
+    for approximate in (False, True):
+        x = np.concatenate([np.linspace(-12, 12, 97, dtype=F), rand(rng, (63,), -3, 3),
+                            np.array([0.0, -0.0, 1e-8, -1e-8, 40.0, -40.0], dtype=F)]).reshape(2, 83)
+        layer = keras.layers.Activation(lambda t: keras.activations.gelu(t, approximate=approximate))
+        cases.append(plain_case(rng, "gelu", "tanh" if approximate else "erf", layer, x, approximate=approximate))
+
+    # layer_norm: the last axis, the last two, a middle one; without scale or centre; the
+    # default epsilon (1e-3) and a small one; a near-constant row (variance ~ epsilon).
+    cases.append(layer_norm_case(rng, "last axis", rand(rng, (3, 4, 8)), -1))
+    cases.append(layer_norm_case(rng, "last axis eps 1e-6", rand(rng, (5, 16)), -1, epsilon=1e-6))
+    cases.append(layer_norm_case(rng, "axes 2 and 3", rand(rng, (2, 3, 4, 5)), [2, 3]))
+    cases.append(layer_norm_case(rng, "middle axis", rand(rng, (2, 6, 3)), 1))
+    cases.append(layer_norm_case(rng, "no scale", rand(rng, (4, 7)), -1, scale=False))
+    cases.append(layer_norm_case(rng, "no centre", rand(rng, (4, 7)), -1, center=False))
+    near = (np.full((3, 10), 0.25, dtype=F) + rand(rng, (3, 10), -0.01, 0.01)).astype(F)
+    cases.append(layer_norm_case(rng, "near-constant rows", near, -1))
+
+    doc = {"generator": "tools/gen_golden_shape_norm_layers.py",
+           "versions": {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__},
+           "cases": cases}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "layers_shape_norm.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+    counts = {}
+    for c in cases:
+        counts[c["op"]] = counts.get(c["op"], 0) + 1
+    print(path, ", ".join(f"{k}: {v}" for k, v in counts.items()))
+
+
+if __name__ == "__main__":
+    main()
