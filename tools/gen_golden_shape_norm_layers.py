@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Golden vectors for xquant's padding, cropping, upsampling, GELU and layer-norm layers,
-from TensorFlow/Keras 3 (issue 16).
+"""Golden vectors for xquant's padding, cropping, upsampling, GELU and layer-norm layers, and
+for its broadcasting arithmetic, slicing, splitting and batched matmul, from TensorFlow/Keras 3
+(issue 16).
 
 Runs the Keras layers ZeroPadding2D, Cropping2D, UpSampling2D (nearest and bilinear),
 LayerNormalization and the GELU activation (exact and tanh-approximate) on CPU, float32,
@@ -11,7 +12,9 @@ Cases stress what a port gets wrong: asymmetric padding and cropping, upsampling
 that differ per axis, bilinear's half-pixel centres at the borders (Keras 3 resizes with
 tf.image.resize: half_pixel_centers, no antialias when enlarging), layer norm over the
 last axis, over several axes and over a middle axis, with and without its scale and
-centre, and GELU far into both tails.
+centre, GELU far into both tails, operands broadcast along leading and inner axes (their
+gradients summed back), matmul with either operand transposed and batch axes that
+broadcast, and splits into equal and unequal parts (the gradient of every part).
 
 Output: tests/data/golden/layers_shape_norm.json, floats as uint32 bit patterns (the
 format of gen_golden.py; tests/golden.hpp reads it). Reduction order differs between TF
@@ -103,6 +106,32 @@ def layer_norm_case(rng, name, x, axis, epsilon=1e-3, center=True, scale=True):
     return case
 
 
+def binary_case(rng, op, name, fn, a, b, **attrs):
+    """y = fn(a, b); gradients of sum(y * dy) for both."""
+    av, bv = tf.constant(a), tf.constant(b)
+    with tf.GradientTape() as tape:
+        tape.watch([av, bv])
+        y = fn(av, bv)
+        dy = rand(rng, y.shape)
+        loss = tf.reduce_sum(y * dy)
+    da, db = tape.gradient(loss, [av, bv])
+    return {"op": op, "name": name, **attrs, "a": enc(a), "b": enc(b), "y": enc(y.numpy()), "dy": enc(dy),
+            "da": enc(da.numpy()), "db": enc(db.numpy())}
+
+
+def split_case(rng, name, x, axis, parts):
+    """tf.split(x, parts, axis); the gradient of sum over the parts of part * dy_part."""
+    xv = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        ys = tf.split(xv, parts, axis=axis)
+        dys = [rand(rng, y.shape) for y in ys]
+        loss = tf.add_n([tf.reduce_sum(y * d) for y, d in zip(ys, dys)])
+    dx = tape.gradient(loss, xv)
+    return {"op": "split", "name": name, "axis": axis, "parts": parts if isinstance(parts, list) else [parts],
+            "x": enc(x), "ys": [enc(y.numpy()) for y in ys], "dys": [enc(d) for d in dys], "dx": enc(dx.numpy())}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=DEFAULT_OUT)
@@ -147,6 +176,35 @@ def main():
     cases.append(layer_norm_case(rng, "no centre", rand(rng, (4, 7)), -1, center=False))
     near = (np.full((3, 10), 0.25, dtype=F) + rand(rng, (3, 10), -0.01, 0.01)).astype(F)
     cases.append(layer_norm_case(rng, "near-constant rows", near, -1))
+
+    # Broadcasting arithmetic (keras.ops.add/subtract/multiply broadcast as NumPy does).
+    for op, fn in [("broadcast_add", keras.ops.add), ("subtract", keras.ops.subtract),
+                   ("broadcast_multiply", keras.ops.multiply)]:
+        for name, sa, sb in [("same shape", (2, 3), (2, 3)), ("bias on the last axis", (2, 3, 4), (4,)),
+                             ("both broadcast", (2, 1, 4), (1, 3, 1)), ("rank differs, inner 1", (3, 1), (2, 1, 4))]:
+            cases.append(binary_case(rng, op, name, fn, rand(rng, sa), rand(rng, sb)))
+
+    # Batched matmul (keras.ops.matmul; tf.linalg.matmul for the transposed forms).
+    for name, sa, sb, ta, tb in [("2-D", (3, 4), (4, 5), False, False),
+                                 ("batched", (2, 3, 4), (2, 4, 5), False, False),
+                                 ("transpose b (attention scores)", (2, 2, 3, 4), (2, 2, 5, 4), False, True),
+                                 ("transpose a", (2, 4, 3), (2, 4, 5), True, False),
+                                 ("both transposed", (4, 3), (5, 4), True, True),
+                                 ("batch axes broadcast", (2, 1, 3, 4), (3, 4, 2), False, False)]:
+        fn = lambda a, b, ta=ta, tb=tb: tf.linalg.matmul(a, b, transpose_a=ta, transpose_b=tb)
+        cases.append(binary_case(rng, "matmul", name, fn, rand(rng, sa), rand(rng, sb),
+                                 transpose_a=ta, transpose_b=tb))
+
+    # Slicing and splitting.
+    for name, shape, axis, begin, end in [("channels", (2, 3, 4, 5), -1, 1, 4), ("middle axis", (3, 6, 2), 1, 2, 5),
+                                          ("first axis", (5, 3), 0, 0, 2)]:
+        x = rand(rng, shape)
+        index = [slice(None)] * len(shape)
+        index[axis] = slice(begin, end)
+        cases.append(plain_case(rng, "slice", name, keras.layers.Lambda(lambda t, i=tuple(index): t[i]), x,
+                                axis=axis, begin=begin, end=end))
+    cases.append(split_case(rng, "three equal parts of the last axis", rand(rng, (2, 3, 6)), -1, 3))
+    cases.append(split_case(rng, "sizes 2 and 5 of axis 1", rand(rng, (2, 7, 3)), 1, [2, 5]))
 
     doc = {"generator": "tools/gen_golden_shape_norm_layers.py",
            "versions": {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__},

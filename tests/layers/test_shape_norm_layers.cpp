@@ -1,19 +1,24 @@
-// zero_padding2d, cropping2d, upsampling2d (nearest, bilinear), gelu (both forms) and
-// layer_norm: TensorFlow/Keras's outputs and gradients (golden vectors from
+// zero_padding2d, cropping2d, upsampling2d (nearest, bilinear), gelu (both forms),
+// layer_norm, broadcasting add/subtract/multiply, batched matmul, slice and split:
+// TensorFlow/Keras's outputs and gradients (golden vectors from
 // tools/gen_golden_shape_norm_layers.py), numerical gradient checks, errors that name the
-// layer, and their quantized twins in a model that quantize_model and summarize walk.
+// layer, and quantized twins in a model that quantize_model and summarize walk.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <string>
 
+#include <xquant/layers/broadcasting.hpp>
+#include <xquant/layers/concatenate.hpp>
 #include <xquant/layers/conv2d.hpp>
 #include <xquant/layers/cropping2d.hpp>
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/flatten.hpp>
 #include <xquant/layers/gelu.hpp>
 #include <xquant/layers/layer_norm.hpp>
+#include <xquant/layers/matmul.hpp>
 #include <xquant/layers/sequential.hpp>
+#include <xquant/layers/slicing.hpp>
 #include <xquant/layers/upsampling2d.hpp>
 #include <xquant/layers/zero_padding2d.hpp>
 #include <xquant/summary/summarize.hpp>
@@ -67,7 +72,8 @@ TEST_CASE("padding, cropping, upsampling and gelu match TensorFlow (golden vecto
   const auto doc = golden::load("layers_shape_norm");
   int checked = 0;
   for (const auto& c : doc.at("cases")) {
-    if (c.at("op") == "layer_norm") continue;
+    const std::string op = c.at("op");
+    if (op != "zero_padding2d" && op != "cropping2d" && op != "upsampling2d" && op != "gelu") continue;
     const std::string name = std::string(c.at("op")) + " " + std::string(c.at("name"));
     xq::var x(golden::tensor(c.at("x")), true);
     xq::tape t;
@@ -246,4 +252,88 @@ TEST_CASE("the new layers have quantized twins that quantize_model and summarize
   REQUIRE(s.layers[4].output_shape);
   CHECK(*s.layers[4].output_shape == std::vector<std::ptrdiff_t>{-1, 12, 12, 4});
   CHECK(s.layers[1].mac_count() == 6u * 6u * 3u * 3u * 2u * 4u);
+}
+
+TEST_CASE("broadcasting arithmetic and batched matmul match TensorFlow (golden vectors)",
+          "[layers][broadcasting][matmul][golden]") {
+  const auto doc = golden::load("layers_shape_norm");
+  int checked = 0;
+  for (const auto& c : doc.at("cases")) {
+    const std::string op = c.at("op");
+    if (op != "broadcast_add" && op != "subtract" && op != "broadcast_multiply" && op != "matmul") continue;
+    const std::string name = op + " " + std::string(c.at("name"));
+    xq::var a(golden::tensor(c.at("a")), true), b(golden::tensor(c.at("b")), true);
+    xq::tape t;
+    xq::var y = op == "broadcast_add"        ? a + b
+                : op == "subtract"           ? a - b
+                : op == "broadcast_multiply" ? a * b
+                                             : xq::ops::matmul(a, b, c.at("transpose_a"), c.at("transpose_b"));
+    check_close(y.value(), golden::tensor(c.at("y")), name + ": y");
+    t.backward(y, golden::tensor(c.at("dy")));
+    check_close(a.grad(), golden::tensor(c.at("da")), name + ": da");
+    check_close(b.grad(), golden::tensor(c.at("db")), name + ": db");
+    ++checked;
+  }
+  CHECK(checked == 18);
+}
+
+TEST_CASE("slice and split match TensorFlow (golden vectors)", "[layers][slicing][golden]") {
+  const auto doc = golden::load("layers_shape_norm");
+  int checked = 0;
+  for (const auto& c : doc.at("cases")) {
+    const std::string op = c.at("op");
+    if (op != "slice" && op != "split") continue;
+    const std::string name = op + " " + std::string(c.at("name"));
+    xq::var x(golden::tensor(c.at("x")), true);
+    xq::tape t;
+    if (op == "slice") {
+      xq::var y = xq::slice(c.at("axis"), c.at("begin"), c.at("end"))(x);
+      check_close(y.value(), golden::tensor(c.at("y")), name + ": y");
+      t.backward(y, golden::tensor(c.at("dy")));
+    } else {
+      const auto parts = c.at("parts").get<std::vector<std::size_t>>();
+      auto ys = parts.size() == 1 ? xq::ops::split(x, c.at("axis"), parts[0]) : xq::ops::split(x, c.at("axis"), parts);
+      REQUIRE(ys.size() == c.at("ys").size());
+      xq::var loss;  // sum of part * dy_part, so that one backward reaches every part
+      for (std::size_t i = 0; i < ys.size(); ++i) {
+        check_close(ys[i].value(), golden::tensor(c.at("ys")[i]), name + ": part");
+        const xq::var term = ys[i] * xq::var(golden::tensor(c.at("dys")[i]));
+        loss = i == 0 ? term : xq::ops::concatenate({xq::ops::flatten(loss), xq::ops::flatten(term)}, 1);
+      }
+      t.backward(loss, xq::tensor(xt::ones<float>(loss.shape())));
+    }
+    check_close(x.grad(), golden::tensor(c.at("dx")), name + ": dx");
+    ++checked;
+  }
+  CHECK(checked == 5);
+}
+
+TEST_CASE("broadcasting, matmul and slicing: gradients, and errors that name the path",
+          "[layers][broadcasting][matmul][slicing][gradient]") {
+  xq::var a(uniform({2, 1, 4}, -1, 1, 21), true), b(uniform({3, 1}, -1, 1, 22), true);
+  check_gradients([&] { return a * b - a + b; }, {a.state(), b.state()}, {}, "broadcast");
+  xq::var q(uniform({2, 3, 5, 4}, -1, 1, 23), true), k(uniform({3, 6, 4}, -1, 1, 24), true);
+  check_gradients([&] { return xq::ops::matmul(q, k, false, true); }, {q.state(), k.state()}, {}, "matmul");
+  xq::var s(uniform({2, 5, 3}, -1, 1, 25), true);
+  check_gradients([&] { return xq::ops::split(s, 1, std::vector<std::size_t>{1, 4})[1] * xq::ops::slice(s, 1, 0, 4); },
+                  {s.state()}, {}, "slice and split");
+
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const xq::argument_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(message([&] { xq::ops::broadcast_add(xq::var(uniform({2, 3})), xq::var(uniform({4})), "head/add"); }),
+             Catch::Contains("head/add") && Catch::Contains("(2, 3)") && Catch::Contains("(4,)"));
+  CHECK_THAT(message([&] { xq::ops::matmul(xq::var(uniform({2, 3})), xq::var(uniform({4, 5})), false, false, "attn"); }),
+             Catch::Contains("attn") && Catch::Contains("3 columns") && Catch::Contains("4 rows"));
+  CHECK_THAT(message([&] { xq::ops::slice(xq::var(uniform({2, 3})), 1, 2, 5, "cut"); }),
+             Catch::Contains("cut") && Catch::Contains("[2, 5)") && Catch::Contains("length 3"));
+  CHECK_THAT(message([&] { xq::ops::split(xq::var(uniform({2, 7})), -1, 3, "qkv"); }),
+             Catch::Contains("qkv") && Catch::Contains("3 equal parts"));
+  CHECK_THAT(message([&] { xq::subtract()({xq::var(uniform({2})), xq::var(uniform({2})), xq::var(uniform({2}))}); }),
+             Catch::Contains("exactly two inputs"));
 }

@@ -8,8 +8,8 @@
 /// | embedding, tied_projection, tied_dense         | weight_quantized<L>, a quantizer per use |
 /// | batch_norm                                     | quantized_batch_norm  |
 /// | pools, activations (gelu too), flatten, reshape, dropout | input_quantized<L> |
-/// | zero_padding2d, cropping2d, upsampling2d, layer_norm    | input_quantized<L> |
-/// | add, concatenate, multiply                     | inputs_quantized<L>   |
+/// | zero_padding2d, cropping2d, upsampling2d, layer_norm, slice | input_quantized<L> |
+/// | add, concatenate, multiply, subtract           | inputs_quantized<L>   |
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
 /// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
 ///
@@ -29,6 +29,7 @@
 #include "../layers/add.hpp"
 #include "../layers/average_pool2d.hpp"
 #include "../layers/batch_norm.hpp"
+#include "../layers/broadcasting.hpp"
 #include "../layers/concatenate.hpp"
 #include "../layers/cropping2d.hpp"
 #include "../layers/conv2d.hpp"
@@ -45,6 +46,7 @@
 #include "../layers/multiply.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/sequential.hpp"
+#include "../layers/slicing.hpp"
 #include "../layers/tied_dense.hpp"
 #include "../layers/tied_projection.hpp"
 #include "../layers/upsampling2d.hpp"
@@ -98,10 +100,12 @@ template <> struct quantize<upsampling2d> : registered_twin<input_quantized<upsa
 /// Layer norm keeps float statistics (as TensorRT and ONNX Runtime run it): its input is
 /// quantized when a scheme or spec asks, its gamma and beta stay float.
 template <> struct quantize<layer_norm> : registered_twin<input_quantized<layer_norm>, false> {};
+template <> struct quantize<slice> : registered_twin<input_quantized<slice>, false> {};
 
 template <> struct quantize<add> : registered_twin<inputs_quantized<add>, false> {};
 template <> struct quantize<concatenate> : registered_twin<inputs_quantized<concatenate>, false> {};
 template <> struct quantize<multiply> : registered_twin<inputs_quantized<multiply>, false> {};
+template <> struct quantize<subtract> : registered_twin<inputs_quantized<subtract>, false> {};
 
 /// Each use of a tied table has its own kernel quantizer: the embedding's lookup and
 /// the tied projection are quantized (or not) separately, one weight either way. Both

@@ -15,7 +15,8 @@ XQ_DECL const std::vector<std::string>& builtin_layer_types() {
       "max_pool2d", "global_max_pool2d", "relu",   "relu6",       "leaky_relu",     "sigmoid",
       "tanh",       "swish",   "softmax",          "flatten",     "reshape",        "dropout",
       "add",        "concatenate", "multiply",     "embedding",   "tied_projection", "tied_dense",
-      "gelu",       "zero_padding2d", "cropping2d", "upsampling2d", "layer_norm"};
+      "gelu",       "zero_padding2d", "cropping2d", "upsampling2d", "layer_norm",
+      "slice",      "subtract"};
   return names;
 }
 
