@@ -318,6 +318,12 @@ TEST_CASE("broadcasting, matmul and slicing: gradients, and errors that name the
   check_gradients([&] { return xq::ops::split(s, 1, std::vector<std::size_t>{1, 4})[1] * xq::ops::slice(s, 1, 0, 4); },
                   {s.state()}, {}, "slice and split");
 
+  const xq::var tail = xq::slice(1, 2)(s);  // to the end of axis 1
+  CHECK(tail.shape() == xq::tensor::shape_type{2, 3, 3});
+  CHECK(tail.value()(1, 0, 2) == s.value()(1, 2, 2));
+  const bool whole = xq::slice()(s).value() == s.value();  // the default: all of the last axis
+  CHECK(whole);
+
   auto message = [](auto&& f) {
     try {
       f();

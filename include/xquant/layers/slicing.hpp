@@ -22,9 +22,13 @@
 
 namespace xq {
 
+/// An `end` that means the end of the axis (Python's `x[2:]`).
+inline constexpr std::size_t to_end = static_cast<std::size_t>(-1);
+
 namespace ops {
 
-/// Elements [begin, end) of `axis` (negative: from the end); every other axis whole.
+/// Elements [begin, end) of `axis` (negative: from the end; `end` = to_end: the axis's
+/// length); every other axis whole.
 XQ_DECL var slice(const var& x, int axis, std::size_t begin, std::size_t end, const std::string& path = "slice");
 
 /// `x` cut along `axis` into `count` equal parts (the axis must divide).
@@ -36,11 +40,13 @@ XQ_DECL std::vector<var> split(const var& x, int axis, const std::vector<std::si
 
 }  // namespace ops
 
-/// Slice layer: elements [begin, end) of one axis; no parameters.
+/// Slice layer: elements [begin, end) of one axis; no parameters. By default the whole
+/// last axis (a default constructor is what a composite's quantized twin needs).
 class slice : public layer<slice> {
  public:
   XQ_SPECIAL_MEMBERS(slice)
-  slice(int axis, std::size_t begin, std::size_t end) : layer<slice>("slice"), axis_(axis), begin_(begin), end_(end) {}
+  explicit slice(int axis = -1, std::size_t begin = 0, std::size_t end = to_end)
+      : layer<slice>("slice"), axis_(axis), begin_(begin), end_(end) {}
   var call(const var& x) const { return ops::slice(x, axis_, begin_, end_, path()); }
   std::vector<parameter_ptr> parameters() const { return {}; }
   int axis() const noexcept { return axis_; }

@@ -37,6 +37,7 @@ namespace ops {
 XQ_DECL var slice(const var& x, int axis, std::size_t begin, std::size_t end, const std::string& path) {
   const std::size_t a = detail::resolve_axis(path, axis, x.dimension());
   const std::size_t length = x.shape()[a];
+  if (end == to_end) end = length;
   if (begin >= end || end > length)
     throw shape_error(path, detail::concat("a range [", begin, ", ", end, ") inside axis ", axis, " of length ", length),
                       detail::shape_string(x.shape()));
