@@ -99,6 +99,23 @@ inline bool close_sum(float got, float want, float magnitude) {
   return std::fabs(got - want) <= tol;
 }
 
+/// Checks `got` within `tolerance` times the largest magnitude of `want` (at least 1), in
+/// one assertion that reports how many elements differ and the first: layers whose sums
+/// run in another order than the peer's, or whose erf/tanh are another library's.
+inline void check_close_scaled(const xq::tensor& got, const xq::tensor& want, const std::string& what,
+                               float tolerance = 1e-5f) {
+  INFO(what);
+  REQUIRE(got.shape() == want.shape());
+  float scale = 1.0f;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got.data()[i] - want.data()[i]) <= tolerance * scale) && bad++ == 0) first = i;
+  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got.data()[first] << " want "
+            << want.data()[first]);
+  CHECK(bad == 0);
+}
+
 inline float abs_sum(const xq::tensor& t) {
   float s = 0;
   for (float v : t) s += std::fabs(v);

@@ -37,34 +37,8 @@ import numpy as np
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_OUT = os.path.join(REPO, "tests", "data", "golden")
-F = np.float32
-
-
-def enc(a):
-    a = np.ascontiguousarray(np.asarray(a, dtype=F))
-    return {"shape": list(a.shape), "f32": a.reshape(-1).view(np.uint32).tolist()}
-
-
-def rand(rng, shape, lo=-1.0, hi=1.0):
-    return rng.uniform(lo, hi, size=shape).astype(F)
-
-
-def grads(fn, x, weights, rng):
-    """y = fn(x, *weights); gradients of sum(y * dy) for x and the weights."""
-    xv = tf.constant(x)
-    ws = [tf.Variable(w) for w in weights]
-    with tf.GradientTape() as tape:
-        tape.watch(xv)
-        y = fn(xv, *ws)
-        dy = rand(rng, y.shape)
-        loss = tf.reduce_sum(y * dy)
-    g = tape.gradient(loss, [xv] + ws)
-    return y.numpy(), dy, [t.numpy() for t in g]
+# The encoding and the gradient harness of the conv/pool generator (same directory).
+from gen_golden_layers import DEFAULT_OUT, F, enc, grads, rand  # noqa: E402
 
 
 def plain_case(rng, op, name, layer, x, **attrs):

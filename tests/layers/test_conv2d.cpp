@@ -150,16 +150,7 @@ std::string message_of(T&& f) {
 
 // |got - want| <= 1e-5 * max(1, max |want|): TF and xquant add in different orders.
 void check_close(const xq::tensor& got, const xq::tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.shape() == want.shape());
-  float scale = 1.0f;
-  for (float v : want) scale = std::max(scale, std::fabs(v));
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::fabs(got.data()[i] - want.data()[i]) <= 1e-5f * scale) && bad++ == 0) first = i;
-  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got.data()[first] << " want "
-            << want.data()[first]);
-  CHECK(bad == 0);
+  golden::check_close_scaled(got, want, what);
 }
 
 }  // namespace

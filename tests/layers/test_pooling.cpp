@@ -137,16 +137,7 @@ std::string message_of(F&& f) {
 }
 
 void check_close(const xq::tensor& got, const xq::tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.shape() == want.shape());
-  float scale = 1.0f;
-  for (float v : want) scale = std::max(scale, std::fabs(v));
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::fabs(got.data()[i] - want.data()[i]) <= 1e-5f * scale) && bad++ == 0) first = i;
-  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got.data()[first] << " want "
-            << want.data()[first]);
-  CHECK(bad == 0);
+  golden::check_close_scaled(got, want, what);
 }
 
 }  // namespace

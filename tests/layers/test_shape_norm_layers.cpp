@@ -35,16 +35,18 @@ namespace {
 /// Within 2e-6 of the largest magnitude of `want` (at least 1): TF and xquant sum in
 /// different orders, and TF's erf and tanh are Eigen's polynomials, not the C library's.
 void check_close(const xq::tensor& got, const xq::tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.shape() == want.shape());
-  float scale = 1.0f;
-  for (float v : want) scale = std::max(scale, std::fabs(v));
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::fabs(got.data()[i] - want.data()[i]) <= 2e-6f * scale) && bad++ == 0) first = i;
-  INFO(bad << " of " << got.size() << " differ; first at " << first << ": got " << got.data()[first] << " want "
-            << want.data()[first]);
-  CHECK(bad == 0);
+  golden::check_close_scaled(got, want, what, 2e-6f);
+}
+
+/// The message of the argument_error `f` throws ("no error" when it throws none).
+template <class F>
+std::string message(F&& f) {
+  try {
+    f();
+  } catch (const xq::argument_error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 xq::image_margins margins(const golden::json& m) {
@@ -174,14 +176,6 @@ TEST_CASE("layer_norm: every normalized slice has mean 0 and variance 1 before g
 
 TEST_CASE("shape layers and layer_norm: errors name the layer path, the expected and the given",
           "[layers][errors]") {
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const xq::argument_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   const xq::var image(uniform({1, 4, 4, 2}));
   xq::cropping2d crop({{2, 2}, {0, 0}});
   crop.set_path("net/crop");
@@ -324,14 +318,6 @@ TEST_CASE("broadcasting, matmul and slicing: gradients, and errors that name the
   const bool whole = xq::slice()(s).value() == s.value();  // the default: all of the last axis
   CHECK(whole);
 
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const xq::argument_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   CHECK_THAT(message([&] { xq::ops::broadcast_add(xq::var(uniform({2, 3})), xq::var(uniform({4})), "head/add"); }),
              Catch::Contains("head/add") && Catch::Contains("(2, 3)") && Catch::Contains("(4,)"));
   CHECK_THAT(message([&] { xq::ops::matmul(xq::var(uniform({2, 3})), xq::var(uniform({4, 5})), false, false, "attn"); }),
