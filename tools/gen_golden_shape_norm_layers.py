@@ -106,6 +106,35 @@ def split_case(rng, name, x, axis, parts):
             "x": enc(x), "ys": [enc(y.numpy()) for y in ys], "dys": [enc(d) for d in dys], "dx": enc(dx.numpy())}
 
 
+def conv_transpose_case(rng, name, x_shape, k, filters, strides, padding, use_bias=True):
+    """Keras Conv2DTranspose with given weights; gradients for x, the kernel and the bias."""
+    layer = keras.layers.Conv2DTranspose(filters, k, strides=strides, padding=padding, use_bias=use_bias)
+    layer.build(x_shape)
+    kernel = rand(rng, tuple(layer.kernel.shape))  # (KH, KW, filters, C)
+    layer.kernel.assign(kernel)
+    weights = [layer.kernel]
+    if use_bias:
+        bias = rand(rng, (filters,))
+        layer.bias.assign(bias)
+        weights.append(layer.bias)
+    x = rand(rng, x_shape)
+    xv = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        y = layer(xv)
+        dy = rand(rng, y.shape)
+        loss = tf.reduce_sum(y * dy)
+    g = tape.gradient(loss, [xv] + weights)
+    case = {"op": "conv2d_transpose", "name": name, "filters": filters, "kernel_size": list(k),
+            "strides": list(strides), "padding": padding, "x": enc(x),
+            "kernel": enc(kernel), "y": enc(y.numpy()), "dy": enc(dy), "dx": enc(g[0].numpy()),
+            "dkernel": enc(g[1].numpy())}
+    if use_bias:
+        case["bias"] = enc(bias)
+        case["dbias"] = enc(g[2].numpy())
+    return case
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=DEFAULT_OUT)
@@ -179,6 +208,19 @@ def main():
                                 axis=axis, begin=begin, end=end))
     cases.append(split_case(rng, "three equal parts of the last axis", rand(rng, (2, 3, 6)), -1, 3))
     cases.append(split_case(rng, "sizes 2 and 5 of axis 1", rand(rng, (2, 7, 3)), 1, [2, 5]))
+
+    # Transposed convolution: strides, both paddings (valid grows by max(k - s, 0)), a
+    # kernel smaller than the stride, non-square kernels and strides.
+    for case in [("3x3 stride 2 same", (2, 4, 5, 3), (3, 3), 4, (2, 2), "same"),
+                 ("3x3 stride 2 valid", (1, 4, 3, 2), (3, 3), 3, (2, 2), "valid"),
+                 ("4x4 stride 2 same (even kernel)", (1, 3, 4, 2), (4, 4), 2, (2, 2), "same"),
+                 ("2x2 stride 3 valid (kernel below the stride)", (2, 3, 3, 2), (2, 2), 3, (3, 3), "valid"),
+                 ("3x2 strides 2x1 same", (1, 5, 4, 3), (3, 2), 2, (2, 1), "same"),
+                 ("1x1 stride 1 valid", (2, 3, 3, 4), (1, 1), 3, (1, 1), "valid")]:
+        cases.append(conv_transpose_case(rng, *case))
+    # (TF's CPU kernels refuse dilation in Conv2DBackpropInput: xquant's is gradient-checked.)
+    cases.append(conv_transpose_case(rng, "3x3 stride 1 same no bias", (1, 5, 6, 2), (3, 3), 3, (1, 1), "same",
+                                     use_bias=False))
 
     doc = {"generator": "tools/gen_golden_shape_norm_layers.py",
            "versions": {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__},

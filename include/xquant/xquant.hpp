@@ -47,6 +47,7 @@
 #include "layers/concatenate.hpp"
 #include "layers/cropping2d.hpp"
 #include "layers/conv2d.hpp"
+#include "layers/conv2d_transpose.hpp"
 #include "layers/dense.hpp"
 #include "layers/depthwise_conv2d.hpp"
 #include "layers/dropout.hpp"

@@ -11,6 +11,7 @@
 #include <xquant/layers/broadcasting.hpp>
 #include <xquant/layers/concatenate.hpp>
 #include <xquant/layers/conv2d.hpp>
+#include <xquant/layers/conv2d_transpose.hpp>
 #include <xquant/layers/cropping2d.hpp>
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/flatten.hpp>
@@ -328,4 +329,77 @@ TEST_CASE("broadcasting, matmul and slicing: gradients, and errors that name the
              Catch::Contains("qkv") && Catch::Contains("3 equal parts"));
   CHECK_THAT(message([&] { xq::subtract()({xq::var(uniform({2})), xq::var(uniform({2})), xq::var(uniform({2}))}); }),
              Catch::Contains("exactly two inputs"));
+}
+
+TEST_CASE("conv2d_transpose matches Keras Conv2DTranspose (golden vectors)", "[layers][conv2d_transpose][golden]") {
+  const auto doc = golden::load("layers_shape_norm");
+  int checked = 0;
+  for (const auto& c : doc.at("cases")) {
+    if (c.at("op") != "conv2d_transpose") continue;
+    const std::string name = "conv2d_transpose " + std::string(c.at("name"));
+    const bool has_bias = c.contains("bias");
+    xq::conv2d_transpose layer(c.at("filters"), {c.at("kernel_size")[0], c.at("kernel_size")[1]});
+    layer.strides({c.at("strides")[0], c.at("strides")[1]})
+        .padding(c.at("padding") == "same" ? xq::padding::same : xq::padding::valid)
+        .use_bias(has_bias);
+    xq::var x(golden::tensor(c.at("x")), true);
+    layer.ensure_built(x);
+    layer.kernel()->value = golden::tensor(c.at("kernel"));
+    if (has_bias) layer.bias()->value = golden::tensor(c.at("bias"));
+    xq::tape t;
+    xq::var y = layer(x);
+    check_close(y.value(), golden::tensor(c.at("y")), name + ": y");
+    t.backward(y, golden::tensor(c.at("dy")));
+    check_close(x.grad(), golden::tensor(c.at("dx")), name + ": dx");
+    check_close(layer.kernel()->grad, golden::tensor(c.at("dkernel")), name + ": dkernel");
+    if (has_bias) check_close(layer.bias()->grad, golden::tensor(c.at("dbias")), name + ": dbias");
+    ++checked;
+  }
+  CHECK(checked == 7);
+}
+
+TEST_CASE("conv2d_transpose: gradients (dilation too), the adjoint of conv2d, errors, twin and MACs",
+          "[layers][conv2d_transpose][gradient]") {
+  for (const auto& [stride, dil, pad] : {std::tuple{2, 1, xq::padding::same}, std::tuple{3, 1, xq::padding::valid},
+                                         std::tuple{1, 2, xq::padding::same}}) {
+    INFO("stride " << stride << " dilation " << dil);
+    xq::conv2d_transpose layer(3, {3, 2});
+    layer.strides(std::size_t(stride)).dilation(std::size_t(dil)).padding(pad);
+    xq::var x(uniform({2, 3, 4, 2}, -1, 1, 31), true);
+    layer.ensure_built(x);
+    check_gradients([&] { return layer(x); }, {x.state(), layer.kernel(), layer.bias()}, {}, "conv2d_transpose");
+  }
+  // <conv(u), v> == <u, conv_transpose(v)> with the same kernel: it is the adjoint.
+  const xq::var k(uniform({3, 3, 4, 2}, -1, 1, 32));  // conv: 4 -> 2 channels; transpose: 2 -> 4
+  const xq::var u(uniform({1, 8, 8, 4}, -1, 1, 33)), v(uniform({1, 4, 4, 2}, -1, 1, 34));
+  xq::conv2d_geometry geo;
+  geo.strides = {2, 2};
+  geo.padding = xq::padding::same;
+  const auto cu = xq::ops::conv2d(u, k, nullptr, geo), tv = xq::ops::conv2d_transpose(v, k, nullptr, geo);
+  REQUIRE(tv.shape() == u.shape());
+  double lhs = 0, rhs = 0;
+  for (std::size_t i = 0; i < cu.size(); ++i) lhs += double(cu.value().data()[i]) * v.value().data()[i];
+  for (std::size_t i = 0; i < tv.size(); ++i) rhs += double(tv.value().data()[i]) * u.value().data()[i];
+  CHECK(lhs == Approx(rhs).epsilon(1e-5));
+
+  xq::conv2d_transpose bad(2, 3);
+  bad.strides(2).dilation(2);
+  bad.set_path("decoder/up");
+  CHECK_THAT(message([&] { bad(xq::var(uniform({1, 3, 3, 2}))); }),
+             Catch::Contains("decoder/up") && Catch::Contains("strides of 1 when the dilation"));
+
+  using up_net = xq::sequential<xq::conv2d_transpose, xq::flatten, xq::dense>;
+  up_net net(xq::conv2d_transpose(4, 3), xq::flatten(), xq::dense(2));
+  net.get<0>().strides(2).padding(xq::padding::same);
+  xq::build(net, {1, 3, 3, 2});
+  const auto s = xq::summarize(net, {1, 3, 3, 2});
+  CHECK(s.layers[0].mac_count() == 3u * 3u * 4u * 2u * 3u * 3u);  // kernel x input pixels
+  CHECK(*s.layers[0].output_shape == std::vector<std::ptrdiff_t>{-1, 6, 6, 4});
+  xq::quantize_options o;
+  o.spec.add_type("conv2d_transpose");
+  auto q = xq::quantize_model(net, o, {1, 3, 3, 2});
+  CHECK(q.get<0>().input_quantizer().enabled());
+  CHECK(q.get<0>().weight_quantizer().enabled());
+  const xq::var x(uniform({2, 3, 3, 2}, -1, 1, 35));
+  CHECK(q(x).shape() == net(x).shape());
 }

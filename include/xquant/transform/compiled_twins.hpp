@@ -35,7 +35,8 @@
 
 /// The registry's float layers, by their twin's family (transform/registry.hpp).
 #define XQ_REGISTRY_WEIGHT_QUANTIZED(X, K) \
-  X(K, conv2d) X(K, dense) X(K, depthwise_conv2d) X(K, embedding) X(K, tied_projection) X(K, tied_dense)
+  X(K, conv2d) X(K, dense) X(K, depthwise_conv2d) X(K, embedding) X(K, tied_projection) X(K, tied_dense) \
+  X(K, conv2d_transpose)
 #define XQ_REGISTRY_INPUT_QUANTIZED(X, K)                                                   \
   X(K, average_pool2d) X(K, global_average_pool2d) X(K, max_pool2d) X(K, global_max_pool2d) \
   X(K, relu) X(K, relu6) X(K, leaky_relu) X(K, sigmoid) X(K, tanh) X(K, swish) X(K, softmax) \

@@ -4,7 +4,7 @@
 ///
 /// | layer                                          | twin                  |
 /// |------------------------------------------------|-----------------------|
-/// | conv2d, dense, depthwise_conv2d                | weight_quantized<L>   |
+/// | conv2d, dense, depthwise_conv2d, conv2d_transpose | weight_quantized<L> |
 /// | embedding, tied_projection, tied_dense         | weight_quantized<L>, a quantizer per use |
 /// | batch_norm                                     | quantized_batch_norm  |
 /// | pools, activations (gelu too), flatten, reshape, dropout | input_quantized<L> |
@@ -33,6 +33,7 @@
 #include "../layers/concatenate.hpp"
 #include "../layers/cropping2d.hpp"
 #include "../layers/conv2d.hpp"
+#include "../layers/conv2d_transpose.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/depthwise_conv2d.hpp"
 #include "../layers/dropout.hpp"
@@ -76,6 +77,10 @@ template <> struct quantize<dense> : registered_twin<weight_quantized<dense>, fa
 template <> struct quantize<depthwise_conv2d> : registered_twin<weight_quantized<depthwise_conv2d>, false> {};
 /// NVIDIA quantizes depthwise kernels (KH, KW, C, M) per input channel C (axis 2).
 template <> struct kernel_channel_axis<depthwise_conv2d> : std::integral_constant<int, 2> {};
+/// A transposed conv's kernel is (KH, KW, F, C): per output channel F is axis 2. Outside
+/// NVIDIA's matrix (its toolkit has no Conv2DTranspose wrapper): quantized when asked.
+template <> struct quantize<conv2d_transpose> : registered_twin<weight_quantized<conv2d_transpose>, false> {};
+template <> struct kernel_channel_axis<conv2d_transpose> : std::integral_constant<int, 2> {};
 
 template <> struct quantize<batch_norm> : registered_twin<quantized_batch_norm, false> {};
 

@@ -9,6 +9,7 @@
 #include "broadcasting.ipp"
 #include "concatenate.ipp"
 #include "conv2d.ipp"
+#include "conv2d_transpose.ipp"
 #include "cropping2d.ipp"
 #include "dense.ipp"
 #include "depthwise_conv2d.ipp"
