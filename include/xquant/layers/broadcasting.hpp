@@ -31,8 +31,9 @@ XQ_DECL tensor::shape_type broadcast_shape(const std::string& path, const tensor
                                            const tensor::shape_type& b);
 
 /// `g` (of a broadcast shape) summed over the axes that `shape` was broadcast along, as
-/// `shape`: the gradient of a broadcast operand.
-XQ_DECL tensor reduce_to_shape(const tensor& g, const tensor::shape_type& shape);
+/// `shape`: the gradient of a broadcast operand. Taken by value: a gradient that already
+/// has the shape is moved through, not copied.
+XQ_DECL tensor reduce_to_shape(tensor g, const tensor::shape_type& shape);
 
 }  // namespace detail
 

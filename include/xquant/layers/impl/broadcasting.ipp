@@ -33,13 +33,13 @@ XQ_DECL tensor::shape_type broadcast_shape(const std::string& path, const tensor
   return out;
 }
 
-XQ_DECL tensor reduce_to_shape(const tensor& g, const tensor::shape_type& shape) {
+XQ_DECL tensor reduce_to_shape(tensor g, const tensor::shape_type& shape) {
   if (g.shape() == shape) return g;
   const std::size_t lead = g.dimension() - shape.size();
   std::vector<std::size_t> axes;
   for (std::size_t i = 0; i < g.dimension(); ++i)
     if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
-  tensor summed = axes.empty() ? g : tensor(xt::sum(g, axes, xt::evaluation_strategy::immediate));
+  tensor summed = axes.empty() ? std::move(g) : tensor(xt::sum(g, axes, xt::evaluation_strategy::immediate));
   summed.reshape(shape);
   return summed;
 }
@@ -54,8 +54,8 @@ var broadcast_binary(const char* name, const var& a, const var& b, const std::st
   return traced_function(name, layer_role::merge, {a, b},
                          make_result(std::move(y), needs_grad(a, b), [a, b, grads](const tensor& dy) {
     auto [da, db] = grads(dy, a, b);
-    if (a.requires_grad()) add_grad(a, reduce_to_shape(da, a.shape()));
-    if (b.requires_grad()) add_grad(b, reduce_to_shape(db, b.shape()));
+    if (a.requires_grad()) add_grad(a, reduce_to_shape(std::move(da), a.shape()));
+    if (b.requires_grad()) add_grad(b, reduce_to_shape(std::move(db), b.shape()));
   }));
 }
 

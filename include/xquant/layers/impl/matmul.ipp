@@ -79,33 +79,39 @@ XQ_DECL var matmul(const var& a, const var& b, bool transpose_a, bool transpose_
   return detail::traced_function("matmul", layer_role::other, {a, b},
       make_result(std::move(y), needs_grad(a, b),
                   [a, b, plan, transpose_a, transpose_b, m, n, k, a_size, b_size, y_size, ac, bc](const tensor& dy) {
-    // C = op(A) op(B): dop(A) = dC op(B)^T, dop(B) = op(A)^T dC; a matrix that several
-    // products share (a broadcast one) gathers all their gradients (beta = 1).
+    // C = op(A) op(B): dop(A) = dC op(B)^T, dop(B) = op(A)^T dC. A matrix that several
+    // products share (a broadcast one) gathers all their gradients: zeros, then beta = 1.
+    // Otherwise each gradient matrix is written once (beta = 0, no fill).
+    const std::size_t products = plan->a_index.size();
     if (a.requires_grad()) {
       tensor da = tensor::from_shape(a.shape());
-      std::fill(da.begin(), da.end(), 0.0f);
-      for (std::size_t i = 0; i < plan->a_index.size(); ++i) {
+      const bool shared = a_size != 0 && da.size() / a_size < products;
+      if (shared) std::fill(da.begin(), da.end(), 0.0f);
+      const float beta = shared ? 1.0f : 0.0f;
+      for (std::size_t i = 0; i < products; ++i) {
         float* d = da.data() + plan->a_index[i] * a_size;
         const float* g = dy.data() + i * y_size;
         const float* bm = b.value().data() + plan->b_index[i] * b_size;
         if (!transpose_a)  // dA (m x k) = dC (m x n) op(B)^T
-          kernels::gemm(false, !transpose_b, m, k, n, 1.0f, g, n, bm, bc, 1.0f, d, ac);
+          kernels::gemm(false, !transpose_b, m, k, n, 1.0f, g, n, bm, bc, beta, d, ac);
         else  // A is k x m: dA = op(B) dC^T
-          kernels::gemm(transpose_b, true, k, m, n, 1.0f, bm, bc, g, n, 1.0f, d, ac);
+          kernels::gemm(transpose_b, true, k, m, n, 1.0f, bm, bc, g, n, beta, d, ac);
       }
       add_grad(a, std::move(da));
     }
     if (b.requires_grad()) {
       tensor db = tensor::from_shape(b.shape());
-      std::fill(db.begin(), db.end(), 0.0f);
-      for (std::size_t i = 0; i < plan->b_index.size(); ++i) {
+      const bool shared = b_size != 0 && db.size() / b_size < products;
+      if (shared) std::fill(db.begin(), db.end(), 0.0f);
+      const float beta = shared ? 1.0f : 0.0f;
+      for (std::size_t i = 0; i < products; ++i) {
         float* d = db.data() + plan->b_index[i] * b_size;
         const float* g = dy.data() + i * y_size;
         const float* am = a.value().data() + plan->a_index[i] * a_size;
         if (!transpose_b)  // dB (k x n) = op(A)^T dC
-          kernels::gemm(!transpose_a, false, k, n, m, 1.0f, am, ac, g, n, 1.0f, d, bc);
+          kernels::gemm(!transpose_a, false, k, n, m, 1.0f, am, ac, g, n, beta, d, bc);
         else  // B is n x k: dB = dC^T op(A)
-          kernels::gemm(true, transpose_a, n, k, m, 1.0f, g, n, am, ac, 1.0f, d, bc);
+          kernels::gemm(true, transpose_a, n, k, m, 1.0f, g, n, am, ac, beta, d, bc);
       }
       add_grad(b, std::move(db));
     }
