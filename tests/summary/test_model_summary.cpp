@@ -361,7 +361,7 @@ TEST_CASE("summarize runs inference without touching state and uninstalls its ob
   CHECK(s.layers[0].weight_count(32, true) == 18);
 
   CHECK_THROWS_AS(xq::summarize(model, {0, 5}), xq::argument_error);
-  CHECK_THROWS_AS(xq::summarize(model, {}), xq::argument_error);
+  CHECK_THROWS_AS(xq::summarize(model, xq::tensor::shape_type{}), xq::argument_error);
 }
 
 TEST_CASE("op observer hears weighted ops and nests", "[summary][op_observer]") {

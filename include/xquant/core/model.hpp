@@ -15,6 +15,7 @@
 #include "layer_ref.hpp"
 #include "layer_traits.hpp"
 #include "mode.hpp"
+#include "model_call.hpp"
 #include "parameter.hpp"
 #include "tape.hpp"
 #include "type_name.hpp"
@@ -96,18 +97,35 @@ decltype(auto) checked_calls(Model& model, Pass&& pass) {
   return detail::with_reachability_check(reachable, std::forward<Pass>(pass));
 }
 
-/// Builds every parameter by one inference call on zeros of `input_shape`
-/// (batch axis included), recording nothing and updating no statistics; the call also
+namespace detail {
+/// Zeros of each shape, as a model's inputs.
+inline var_list zero_inputs(const input_shapes& shapes) {
+  var_list inputs;
+  inputs.reserve(shapes.size());
+  for (const auto& s : shapes) inputs.emplace_back(zeros_tensor(s));
+  return inputs;
+}
+}  // namespace detail
+
+/// Builds every parameter by one inference call on zeros of each of `shapes` (batch
+/// axis included; one shape per input, in the order the model takes them: see
+/// core/model_call.hpp), recording nothing and updating no statistics; the call also
 /// checks that every layer the forward code calls is one of the model's children.
 template <class Layer>
-void build(Layer& model, const tensor::shape_type& input_shape) {
+void build(Layer& model, const input_shapes& shapes) {
   set_paths(model);
   {
     no_grad off;
     training_mode inference(false);
-    checked_calls(model, [&] { return model(var(detail::zeros_tensor(input_shape))); });
+    checked_calls(model, [&] { return call_model(model, detail::zero_inputs(shapes), "xq::build"); });
   }
   set_paths(model);
+}
+
+/// `build` for a model with one input of `input_shape`.
+template <class Layer>
+void build(Layer& model, const tensor::shape_type& input_shape) {
+  build(model, input_shapes(std::vector<tensor::shape_type>{input_shape}));
 }
 
 }  // namespace xq

@@ -255,15 +255,19 @@ std::string model_name(const Model& model) {
 
 }  // namespace detail
 
-/// The summary of `model` (Larq's `ModelProfile`) for inputs of `input_shape` (batch
-/// axis included, as `xq::build`; the batch size changes no figure: MACs are per
-/// sample). Runs one inference forward pass on zeros without recording, which also
-/// builds an unbuilt model, and gives the model its paths (`set_paths`).
+/// The summary of `model` (Larq's `ModelProfile`) for inputs of `shapes` (one per input,
+/// in the order the model takes them, batch axis included, as `xq::build`; the batch
+/// size changes no figure: MACs are per sample). Runs one inference forward pass on
+/// zeros without recording, which also builds an unbuilt model, and gives the model its
+/// paths (`set_paths`). A model with several outputs shows the first one's shape.
 template <class Model>
-model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
-  if (input_shape.empty() || input_shape[0] == 0)
-    throw argument_error("xq::summarize", "an input shape with a batch axis of at least 1, e.g. {1, 28, 28, 1}",
-                         detail::shape_string(input_shape));
+model_summary summarize(Model& model, const input_shapes& shapes) {
+  if (shapes.empty())
+    throw argument_error("xq::summarize", "at least one input shape, e.g. {1, 28, 28, 1}", "none");
+  for (const auto& shape : shapes)
+    if (shape.empty() || shape[0] == 0)
+      throw argument_error("xq::summarize", "an input shape with a batch axis of at least 1, e.g. {1, 28, 28, 1}",
+                           detail::shape_string(shape));
   set_paths(model);  // the ops report their callers' paths: final before the pass
   detail::summary_builder b;
   observe_ops watch([&](const op_event& e) { b.events[e.path].push_back(e); });
@@ -272,24 +276,32 @@ model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
 
   model_summary s;
   s.name = detail::model_name(model);
-  var x(detail::zeros_tensor(input_shape));
+  const var_list inputs = detail::zero_inputs(shapes);
   checked_calls(model, [&] {
     if constexpr (detail::is_sequential<Model>::value) {
-      detail::summarize_sequential(model, x, "", b, s.layers);
+      if (inputs.size() != 1) throw argument_error("xq::summarize", "one input shape for a sequential model",
+                                                   detail::concat(inputs.size(), " shapes"));
+      detail::summarize_sequential(model, inputs[0], "", b, s.layers);
     } else if constexpr (detail::is_pure_composite_v<Model>) {
-      (void)model(x);
+      (void)call_model(model, inputs, "xq::summarize");
       detail::summarize_children(model, "", b, s.layers);
     } else {
-      var y = model(x);
+      const var_list y = call_model(model, inputs, "xq::summarize");
       layer_profile row;
       row.name = s.name;
-      b.fill_row(model, row, y.shape());
+      b.fill_row(model, row, y.at(0).shape());
       s.layers.push_back(std::move(row));
     }
     return 0;
   });
   set_paths(model);  // parameters built by the pass get their full names
   return s;
+}
+
+/// `summarize` for a model with one input of `input_shape`.
+template <class Model>
+model_summary summarize(Model& model, const tensor::shape_type& input_shape) {
+  return summarize(model, input_shapes(std::vector<tensor::shape_type>{input_shape}));
 }
 
 }  // namespace xq

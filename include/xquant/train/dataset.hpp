@@ -10,6 +10,15 @@
 ///   auto order = xq::shuffled_order(train.size(), rng); // a new order per epoch
 ///   xq::batch b = xq::make_batch(train, order, 0, 32);  // rows order[0..32)
 /// \endcode
+///
+/// A model with several inputs or outputs (core/model_call.hpp) takes its second, third,
+/// ... inputs from `extra_inputs`, and a loss its second, third, ... targets from
+/// `extra_targets`; every tensor has the same number of rows, and a batch gathers the same
+/// rows of each:
+///
+/// \code
+///   xq::dataset pairs = xq::dataset::of({left, right}, {same});  // a siamese pair, a label
+/// \endcode
 
 #include <cstddef>
 #include <random>
@@ -21,15 +30,25 @@
 
 namespace xq {
 
-/// Inputs (N, ...) and targets (N, ...): sample i is row i of both.
+/// Inputs (N, ...) and targets (N, ...): sample i is row i of every tensor.
 struct dataset {
-  tensor inputs;
-  tensor targets;
+  tensor inputs;                     ///< the model's input (its first, when it has several)
+  tensor targets;                    ///< the loss's target (for the first output)
+  std::vector<tensor> extra_inputs{};  ///< the model's second, third, ... inputs
+  std::vector<tensor> extra_targets{}; ///< the targets of its second, third, ... outputs
+
+  /// A dataset of several inputs and targets (at least one of each), in the model's order.
+  XQ_DECL static dataset of(std::vector<tensor> inputs, std::vector<tensor> targets);
 
   /// Number of samples (0 for a default dataset, whose tensors are 0-d).
   std::size_t size() const noexcept { return inputs.dimension() == 0 ? 0 : inputs.shape()[0]; }
+  std::size_t input_count() const noexcept { return 1 + extra_inputs.size(); }
+  std::size_t target_count() const noexcept { return 1 + extra_targets.size(); }
+  /// Input `k` (0: `inputs`); target `k` (0: `targets`).
+  const tensor& input(std::size_t k) const { return k == 0 ? inputs : extra_inputs.at(k - 1); }
+  const tensor& target(std::size_t k) const { return k == 0 ? targets : extra_targets.at(k - 1); }
 
-  /// Throws unless both tensors have a sample axis of the same length.
+  /// Throws unless every tensor has a sample axis, all of the same length.
   void validate(const char* where) const;
 };
 
@@ -37,6 +56,8 @@ struct dataset {
 struct batch {
   tensor inputs;
   tensor targets;
+  std::vector<tensor> extra_inputs{};
+  std::vector<tensor> extra_targets{};
   std::size_t size() const noexcept { return inputs.dimension() == 0 ? 0 : inputs.shape()[0]; }
 };
 

@@ -17,6 +17,12 @@
 /// Models whose parameters are built on the first call can be handed to `fit`
 /// unbuilt, but an optimizer needs the parameter list first: build them with
 /// `xq::build(model, input_shape)` before making the optimizer.
+///
+/// Several inputs and outputs (core/model_call.hpp): the dataset's `extra_inputs` are
+/// the model's second, third, ... inputs. A loss taking two `var`s is applied to each
+/// output and its target and the results summed (Keras's one loss for every output); a
+/// loss taking `(const var_list& outputs, const var_list& targets)` gets them all (a
+/// weighted sum, a loss between outputs). The metric scores the first output.
 
 #include <algorithm>
 #include <chrono>
@@ -169,29 +175,75 @@ XQ_DECL tensor slice_rows(const tensor& source, std::size_t first, std::size_t c
 /// Seconds from `start` until now.
 XQ_DECL double seconds_since(std::chrono::steady_clock::time_point start);
 
+/// Two scalar losses added (the multi-output sum).
+XQ_DECL var sum_losses(const var& a, const var& b);
+
 /// `fit`'s checks of its data and options, before anything is done.
 XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts);
+
+/// A model's forward call without its type (inputs and outputs as lists,
+/// core/model_call.hpp): what `predict` needs, compiled once (train/impl/fit.ipp).
+struct forward_target {
+  layer_ref model;
+  var_list (*forward)(void* model, const var_list& inputs, const char* where);
+
+  var_list operator()(const var_list& inputs, const char* where) const { return forward(model.object, inputs, where); }
+};
+
+template <class Model>
+forward_target forward_target_of(Model& model) {
+  static_assert(!std::is_const_v<Model>, "xquant: fit, evaluate and predict name the model's layers; they need a non-const model");
+  return {as_layer_ref(model), [](void* m, const var_list& x, const char* where) -> var_list {
+            return call_model(*static_cast<Model*>(m), x, where);
+          }};
+}
 
 /// What the training loops need of a model and a loss, without their types: `fit` and
 /// `evaluate` are compiled once (train/impl/fit.ipp) instead of once per model type in
 /// every program (core/layer_ref.hpp says why). Valid while the model and loss live.
-struct training_target {
-  layer_ref model;
-  var (*forward)(void* model, const var& inputs);
+struct training_target : forward_target {
   void* loss;
-  var (*loss_of)(void* loss, const var& outputs, const var& targets);
+  var (*loss_of)(void* loss, const var_list& outputs, const var_list& targets, const char* where);
 
-  var operator()(const var& inputs) const { return forward(model.object, inputs); }
-  var loss_value_of(const var& outputs, const var& targets) const { return loss_of(loss, outputs, targets); }
+  var loss_value_of(const var_list& outputs, const var_list& targets, const char* where) const {
+    return loss_of(loss, outputs, targets, where);
+  }
 };
 
+/// The sum over the outputs of `loss(output k, target k)`, or `loss(outputs, targets)`
+/// for a loss that takes the lists (see the file comment).
+template <class Loss>
+var apply_loss(Loss& loss, const var_list& outputs, const var_list& targets, const char* where) {
+  if constexpr (std::is_invocable_r_v<var, Loss&, const var_list&, const var_list&>) {
+    return loss(outputs, targets);
+  } else {
+    if (outputs.size() != targets.size())
+      throw argument_error(where, concat("one target per model output (", outputs.size(), ")"),
+                           concat(targets.size(), targets.size() == 1 ? " target" : " targets"));
+    var total = loss(outputs[0], targets[0]);
+    for (std::size_t k = 1; k < outputs.size(); ++k) total = sum_losses(total, loss(outputs[k], targets[k]));
+    return total;
+  }
+}
+
+/// `loss_call(outputs, targets, where)`: a lambda over apply_loss (a loss may be a function).
 template <class Model, class LossCall>
-training_target training_target_of(Model& model, LossCall& loss) {
-  static_assert(!std::is_const_v<Model>, "xquant: fit and evaluate name the model's layers; they need a non-const model");
-  return {as_layer_ref(model),
-          [](void* m, const var& x) -> var { return (*static_cast<Model*>(m))(x); },
-          &loss,
-          [](void* l, const var& y, const var& t) -> var { return (*static_cast<LossCall*>(l))(y, t); }};
+training_target training_target_of(Model& model, LossCall& loss_call) {
+  training_target t;
+  static_cast<forward_target&>(t) = forward_target_of(model);
+  t.loss = &loss_call;
+  t.loss_of = [](void* l, const var_list& y, const var_list& targets, const char* where) -> var {
+    return (*static_cast<LossCall*>(l))(y, targets, where);
+  };
+  return t;
+}
+
+/// The lambda `training_target_of` takes, for `loss`.
+template <class Loss>
+auto loss_call_of(Loss& loss) {
+  return [&loss](const var_list& y, const var_list& targets, const char* where) -> var {
+    return apply_loss(loss, y, targets, where);
+  };
 }
 
 /// An optimizer's step and zero_grad, without its type.
@@ -203,6 +255,8 @@ struct optimizer_ref {
 
 XQ_DECL evaluation run_evaluate(const training_target& t, const dataset& data, std::size_t batch_size,
                                 const metric_function& metric);
+XQ_DECL std::vector<tensor> run_predict(const forward_target& t, const std::vector<const tensor*>& inputs,
+                                        std::size_t batch_size);
 XQ_DECL fit_history run_fit(const training_target& t, const optimizer_ref& opt, const dataset& train,
                             const fit_options& opts);
 
@@ -214,44 +268,29 @@ XQ_DECL fit_history run_fit(const training_target& t, const optimizer_ref& opt, 
 template <class Model, class Loss>
 evaluation evaluate(Model& model, Loss&& loss, const dataset& data, std::size_t batch_size = 32,
                     const metric_function& metric = sparse_categorical_accuracy) {
-  auto loss_call = [&](const var& outputs, const var& targets) -> var { return loss(outputs, targets); };
+  auto loss_call = detail::loss_call_of(loss);
   return detail::run_evaluate(detail::training_target_of(model, loss_call), data, batch_size, metric);
 }
 
 /// The model's outputs for `inputs` (N, ...), computed in batches in inference
-/// mode under `no_grad` and stacked into one (N, ...) tensor.
+/// mode under `no_grad` and stacked into one (N, ...) tensor. A model with several
+/// outputs: the overload below.
 template <class Model>
 tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) {
-  if (inputs.dimension() == 0)
-    throw shape_error("xq::predict", "inputs of shape (N, ...)", detail::shape_string(inputs.shape()));
-  if (batch_size == 0) throw argument_error("xq::predict", "batch_size >= 1", "0");
-  set_paths(model);
-  no_grad off;
-  training_mode inference(false);
-  const std::size_t n = inputs.shape()[0];
-  tensor result;
-  std::size_t row = 0;
-  for (std::size_t first = 0; first < n; first += batch_size) {
-    const std::size_t count = std::min(batch_size, n - first);
-    var out = model(var(detail::slice_rows(inputs, first, count)));
-    if (out.dimension() == 0 || out.shape()[0] != count)
-      throw shape_error("xq::predict", detail::concat("outputs of shape (", count, ", ...)"),
-                        detail::shape_string(out.shape()));
-    if (first == 0) {
-      tensor::shape_type shape = out.shape();
-      shape[0] = n;
-      result = tensor::from_shape(shape);
-      row = out.size() / count;
-    } else if (out.size() != row * count) {
-      tensor::shape_type want = result.shape();
-      want[0] = count;
-      throw shape_error("xq::predict", detail::concat("outputs of shape ", detail::shape_string(want)),
-                        detail::shape_string(out.shape()));
-    }
-    std::copy(out.value().data(), out.value().data() + out.size(), result.data() + first * row);
-  }
-  if (n == 0) result = tensor::from_shape(tensor::shape_type{0});
-  return result;
+  std::vector<tensor> out = detail::run_predict(detail::forward_target_of(model), {&inputs}, batch_size);
+  if (out.size() != 1)
+    throw argument_error("xq::predict", "a model with one output (several: predict with a list of inputs)",
+                         detail::concat("a model with ", out.size(), " outputs"));
+  return std::move(out.front());
+}
+
+/// The outputs of a model with several inputs (or outputs), each (N, ...): inputs in
+/// the order the model takes them (core/model_call.hpp), all with N rows.
+template <class Model>
+std::vector<tensor> predict(Model& model, const std::vector<tensor>& inputs, std::size_t batch_size = 32) {
+  std::vector<const tensor*> list;
+  for (const tensor& t : inputs) list.push_back(&t);
+  return detail::run_predict(detail::forward_target_of(model), list, batch_size);
 }
 
 /// Trains `model` on `train` for epochs `opts.initial_epoch + 1` to `opts.epochs`. Each
@@ -276,9 +315,9 @@ tensor predict(Model& model, const tensor& inputs, std::size_t batch_size = 32) 
 /// Keras resets a model's metrics each epoch and reports Larq's with the others).
 template <class Model, class Optimizer, class Loss>
 fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train, const fit_options& opts = {}) {
-  auto loss_call = [&](const var& outputs, const var& targets) -> var { return loss(outputs, targets); };
   const detail::optimizer_ref o{&opt, [](void* p) { static_cast<Optimizer*>(p)->step(); },
                                 [](void* p) { static_cast<Optimizer*>(p)->zero_grad(); }};
+  auto loss_call = detail::loss_call_of(loss);
   return detail::run_fit(detail::training_target_of(model, loss_call), o, train, opts);
 }
 

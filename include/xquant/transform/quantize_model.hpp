@@ -235,6 +235,15 @@ quantize_t<Model> quantize_model(const Model& model, const quantize_options& opt
   return quantize_model(model, options, [&](auto& twin) { (void)twin(var(detail::zeros_tensor(input_shape))); });
 }
 
+/// Same for a model with several inputs: zeros of each of `shapes`, in the order the
+/// model takes them (core/model_call.hpp).
+template <class Model>
+quantize_t<Model> quantize_model(const Model& model, const quantize_options& options, const input_shapes& shapes) {
+  return quantize_model(model, options, [&](auto& twin) {
+    (void)call_model(twin, detail::zero_inputs(shapes), "xq::quantize_model");
+  });
+}
+
 /// Same, without a traced pass (no cases, folding or per-call-site ranges).
 template <class Model>
 quantize_t<Model> quantize_model(const Model& model, const quantize_options& options = {}) {

@@ -7,21 +7,45 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <iterator>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "../dataset.hpp"
 
 namespace xq {
 
+XQ_DECL dataset dataset::of(std::vector<tensor> inputs, std::vector<tensor> targets) {
+  if (inputs.empty() || targets.empty())
+    throw argument_error("xq::dataset::of", "at least one input and one target",
+                         detail::concat(inputs.size(), " inputs and ", targets.size(), " targets"));
+  dataset d;
+  d.inputs = std::move(inputs.front());
+  d.targets = std::move(targets.front());
+  d.extra_inputs.assign(std::make_move_iterator(inputs.begin() + 1), std::make_move_iterator(inputs.end()));
+  d.extra_targets.assign(std::make_move_iterator(targets.begin() + 1), std::make_move_iterator(targets.end()));
+  return d;
+}
+
 XQ_DECL void dataset::validate(const char* where) const {
   if (inputs.dimension() == 0)
     throw shape_error(where, "inputs of shape (N, ...)", detail::shape_string(inputs.shape()));
-  if (targets.dimension() == 0 || targets.shape()[0] != inputs.shape()[0])
+  const std::size_t n = inputs.shape()[0];
+  auto check = [&](const tensor& t, const char* what, std::size_t k) {
+    if (t.dimension() != 0 && t.shape()[0] == n) return;
     throw shape_error(where,
-                      detail::concat("targets of shape (", inputs.shape()[0], ", ...) for inputs of shape ",
+                      detail::concat(what, " ", k, " of shape (", n, ", ...) for inputs of shape ",
+                                     detail::shape_string(inputs.shape())),
+                      detail::shape_string(t.shape()));
+  };
+  for (std::size_t k = 1; k < input_count(); ++k) check(input(k), "input", k);
+  if (targets.dimension() == 0 || targets.shape()[0] != n)
+    throw shape_error(where,
+                      detail::concat("targets of shape (", n, ", ...) for inputs of shape ",
                                      detail::shape_string(inputs.shape())),
                       detail::shape_string(targets.shape()));
+  for (std::size_t k = 1; k < target_count(); ++k) check(target(k), "target", k);
 }
 
 XQ_DECL std::size_t batch_count(std::size_t n, std::size_t batch_size) {
@@ -80,8 +104,11 @@ XQ_DECL batch make_batch(const dataset& data, const std::vector<std::size_t>& or
     throw argument_error("xq::make_batch", detail::concat("a first row of at most ", order.size()),
                          detail::concat(first));
   count = std::min(count, order.size() - first);
-  return {gather_rows(data.inputs, order.data() + first, count),
-          gather_rows(data.targets, order.data() + first, count)};
+  batch b{gather_rows(data.inputs, order.data() + first, count),
+          gather_rows(data.targets, order.data() + first, count), {}, {}};
+  for (const tensor& t : data.extra_inputs) b.extra_inputs.push_back(gather_rows(t, order.data() + first, count));
+  for (const tensor& t : data.extra_targets) b.extra_targets.push_back(gather_rows(t, order.data() + first, count));
+  return b;
 }
 
 }  // namespace xq

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../layers/add.hpp"
 #include "../fit.hpp"
 
 namespace xq {
@@ -39,6 +40,42 @@ XQ_DECL tensor slice_rows(const tensor& source, std::size_t first, std::size_t c
   return out;
 }
 
+XQ_DECL var sum_losses(const var& a, const var& b) { return ops::add(a, b, "xq::fit (the sum of the outputs' losses)"); }
+
+/// Rows [first, first + count) of each of `tensors`, as a model's inputs or targets.
+inline var_list slice_rows_of(const std::vector<const tensor*>& tensors, std::size_t first, std::size_t count) {
+  var_list out;
+  out.reserve(tensors.size());
+  for (const tensor* t : tensors) out.emplace_back(slice_rows(*t, first, count));
+  return out;
+}
+
+/// The dataset's inputs, or its targets, as a list.
+inline std::vector<const tensor*> inputs_of(const dataset& d) {
+  std::vector<const tensor*> out;
+  for (std::size_t k = 0; k < d.input_count(); ++k) out.push_back(&d.input(k));
+  return out;
+}
+inline std::vector<const tensor*> targets_of(const dataset& d) {
+  std::vector<const tensor*> out;
+  for (std::size_t k = 0; k < d.target_count(); ++k) out.push_back(&d.target(k));
+  return out;
+}
+
+/// A batch's inputs, or targets, as lists (moved out of the batch).
+inline var_list take_inputs(batch& b) {
+  var_list out;
+  out.emplace_back(std::move(b.inputs));
+  for (tensor& t : b.extra_inputs) out.emplace_back(std::move(t));
+  return out;
+}
+inline var_list take_targets(batch& b) {
+  var_list out;
+  out.emplace_back(std::move(b.targets));
+  for (tensor& t : b.extra_targets) out.emplace_back(std::move(t));
+  return out;
+}
+
 XQ_DECL double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -54,7 +91,7 @@ XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts) 
 
 /// `pass()` under the reachability check of the model `target` holds (core/model.hpp's checked_calls).
 template <class Pass>
-var checked_calls(const training_target& target, Pass&& pass) {
+decltype(auto) checked_calls(const training_target& target, Pass&& pass) {
   const reachable_layers reachable = reachable_from(target.model);
   return with_reachability_check(reachable, std::forward<Pass>(pass));
 }
@@ -68,19 +105,64 @@ XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& da
   training_mode inference(false);
   running_mean loss_mean, metric_mean;
   const std::size_t n = data.size();
+  const std::vector<const tensor*> inputs = inputs_of(data), targets = targets_of(data);
   for (std::size_t first = 0; first < n; first += batch_size) {
     const std::size_t count = std::min(batch_size, n - first);
-    tensor targets = slice_rows(data.targets, first, count);
-    var out = target(var(slice_rows(data.inputs, first, count)));
-    var l = target.loss_value_of(out, var(targets));
+    const var_list t = slice_rows_of(targets, first, count);
+    const var_list out = target(slice_rows_of(inputs, first, count), "xq::evaluate");
+    var l = target.loss_value_of(out, t, "xq::evaluate");
     loss_mean.add(loss_value(l, "xq::evaluate"), static_cast<double>(count));
-    if (metric) metric_mean.add(metric(out.value(), targets), static_cast<double>(count));
+    if (metric) metric_mean.add(metric(out.at(0).value(), t[0].value()), static_cast<double>(count));
   }
   evaluation e;
   e.loss = loss_mean.mean();
   if (metric) e.metric = metric_mean.mean();
   e.samples = n;
   return e;
+}
+
+XQ_DECL std::vector<tensor> run_predict(const forward_target& target, const std::vector<const tensor*>& inputs,
+                                        std::size_t batch_size) {
+  if (inputs.empty()) throw argument_error("xq::predict", "at least one input", "none");
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    if (inputs[k]->dimension() == 0 || inputs[k]->shape()[0] != inputs[0]->shape()[0])
+      throw shape_error("xq::predict",
+                        k == 0 ? std::string("inputs of shape (N, ...)")
+                               : concat("input ", k, " of shape (", inputs[0]->shape()[0], ", ...)"),
+                        shape_string(inputs[k]->shape()));
+  if (batch_size == 0) throw argument_error("xq::predict", "batch_size >= 1", "0");
+  set_paths(target.model, "");
+  no_grad off;
+  training_mode inference(false);
+  const std::size_t n = inputs[0]->shape()[0];
+  std::vector<tensor> result;
+  std::vector<std::size_t> row;  // elements per sample of each output
+  for (std::size_t first = 0; first < n; first += batch_size) {
+    const std::size_t count = std::min(batch_size, n - first);
+    const var_list out = target(slice_rows_of(inputs, first, count), "xq::predict");
+    if (first == 0) {
+      for (const var& o : out) {
+        if (o.dimension() == 0 || o.shape()[0] != count)
+          throw shape_error("xq::predict", concat("outputs of shape (", count, ", ...)"), shape_string(o.shape()));
+        tensor::shape_type shape = o.shape();
+        shape[0] = n;
+        result.push_back(tensor::from_shape(shape));
+        row.push_back(o.size() / count);
+      }
+    }
+    if (out.size() != result.size())
+      throw argument_error("xq::predict", concat(result.size(), " outputs on every batch"), concat(out.size()));
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      if (out[k].size() != row[k] * count) {
+        tensor::shape_type want = result[k].shape();
+        want[0] = count;
+        throw shape_error("xq::predict", concat("outputs of shape ", shape_string(want)), shape_string(out[k].shape()));
+      }
+      std::copy(out[k].value().data(), out[k].value().data() + out[k].size(), result[k].data() + first * row[k]);
+    }
+  }
+  if (n == 0) result.assign(1, tensor::from_shape(tensor::shape_type{0}));
+  return result;
 }
 
 /// The values of a model's non-trainable parameters (batch-norm moving statistics,
@@ -157,14 +239,17 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
           tape t;
           // The first step also checks that the forward code calls only the model's children.
           const bool first = epoch == opts.initial_epoch + 1 && s == 0;
-          var out = first ? checked_calls(target, [&] { return target(var(std::move(b.inputs))); })
-                          : target(var(std::move(b.inputs)));
-          var l = target.loss_value_of(out, var(b.targets));
+          const var_list targets = take_targets(b);
+          var_list inputs = take_inputs(b);
+          const var_list out = first ? checked_calls(target, [&] { return target(inputs, "xq::fit"); })
+                                     : target(inputs, "xq::fit");
+          inputs.clear();
+          var l = target.loss_value_of(out, targets, "xq::fit");
           batch_loss = loss_value(l, "xq::fit");
           if (!std::isfinite(batch_loss)) {
             history.non_finite_loss = non_finite_loss_stop{epoch, s + 1, batch_loss};
           } else {
-            if (has_metric) metric_mean.add(opts.metric(out.value(), b.targets), static_cast<double>(count));
+            if (has_metric) metric_mean.add(opts.metric(out.at(0).value(), targets[0].value()), static_cast<double>(count));
             t.backward(l);
           }
         }
