@@ -13,7 +13,7 @@
 
 namespace fashion {
 
-run_options parse_options(int argc, char** argv) {
+run_options parse_options(int argc, char** argv, const epoch_defaults& epochs, const extra_option& extra) {
   run_options s;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -31,10 +31,10 @@ run_options parse_options(int argc, char** argv) {
     else if (a == "--data") s.data_dir = next();
     else if (a == "--export-dir") s.export_dir = next();
     else if (a == "--onnxruntime") s.onnx_python = next();
-    else throw std::invalid_argument("unknown option " + a);
+    else if (!extra || !extra(a, next)) throw std::invalid_argument("unknown option " + a);
   }
-  if (s.epochs == 0) s.epochs = s.quick ? 2 : 8;
-  if (s.qat_epochs == 0) s.qat_epochs = s.quick ? 1 : 2;
+  if (s.epochs == 0) s.epochs = s.quick ? epochs.quick_epochs : epochs.full_epochs;
+  if (s.qat_epochs == 0) s.qat_epochs = s.quick ? epochs.quick_qat_epochs : epochs.full_qat_epochs;
   if (s.train_size == 0) s.train_size = s.quick ? 12000 : 60000;
   return s;
 }

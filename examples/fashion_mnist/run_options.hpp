@@ -13,6 +13,7 @@
 // The parsing and the loading are compiled once, in run_options.cpp.
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include <xquant/train/dataset.hpp>
@@ -28,10 +29,19 @@ struct run_options {
   std::string onnx_python;  ///< a Python with onnx and onnxruntime, to run the exported file
 };
 
-/// Parses argv; zero counts take the mode's defaults (full: 8 float epochs, 2 QAT
-/// epochs, 60,000 images; quick: 2, 1, 12,000). Unknown options and missing values throw
-/// std::invalid_argument.
-run_options parse_options(int argc, char** argv);
+/// The epochs an example trains for when the command line does not say.
+struct epoch_defaults {
+  std::size_t full_epochs = 8, full_qat_epochs = 2, quick_epochs = 2, quick_qat_epochs = 1;
+};
+
+/// An example's own option: given the option's name and a function returning its value
+/// (which throws when there is none), it returns whether it took the option.
+using extra_option = std::function<bool(const std::string& name, const std::function<std::string()>& value)>;
+
+/// Parses argv; zero counts take the mode's defaults (`epochs`; 60,000 training images in
+/// full mode, 12,000 in quick mode). Options neither this nor `extra` knows, and missing
+/// values, throw std::invalid_argument.
+run_options parse_options(int argc, char** argv, const epoch_defaults& epochs = {}, const extra_option& extra = {});
 
 struct splits {
   xq::dataset train, test;
