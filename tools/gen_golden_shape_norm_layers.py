@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Golden vectors for xquant's padding, cropping, upsampling, GELU and layer-norm layers, and
-for its broadcasting arithmetic, slicing, splitting and batched matmul, from TensorFlow/Keras 3
-(issue 16).
+"""Golden vectors for xquant's padding, cropping, upsampling, GELU and layer-norm layers, its
+broadcasting arithmetic, slicing, splitting and batched matmul, and its transposed and
+separable convolutions, from TensorFlow/Keras 3 (issue 16).
 
 Runs the Keras layers ZeroPadding2D, Cropping2D, UpSampling2D (nearest and bilinear),
 LayerNormalization and the GELU activation (exact and tanh-approximate) on CPU, float32,
@@ -135,6 +135,40 @@ def conv_transpose_case(rng, name, x_shape, k, filters, strides, padding, use_bi
     return case
 
 
+def separable_case(rng, name, x_shape, k, filters, strides, padding, dilation=(1, 1), depth_multiplier=1,
+                   use_bias=True):
+    """Keras SeparableConv2D with given weights; gradients for x and every weight."""
+    layer = keras.layers.SeparableConv2D(filters, k, strides=strides, padding=padding, dilation_rate=dilation,
+                                         depth_multiplier=depth_multiplier, use_bias=use_bias)
+    layer.build(x_shape)
+    depthwise = rand(rng, tuple(layer.depthwise_kernel.shape))  # (KH, KW, C, M)
+    pointwise = rand(rng, tuple(layer.pointwise_kernel.shape))  # (1, 1, C*M, F)
+    layer.depthwise_kernel.assign(depthwise)
+    layer.pointwise_kernel.assign(pointwise)
+    weights = [layer.depthwise_kernel, layer.pointwise_kernel]
+    if use_bias:
+        bias = rand(rng, (filters,))
+        layer.bias.assign(bias)
+        weights.append(layer.bias)
+    x = rand(rng, x_shape)
+    xv = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        y = layer(xv)
+        dy = rand(rng, y.shape)
+        loss = tf.reduce_sum(y * dy)
+    g = tape.gradient(loss, [xv] + weights)
+    case = {"op": "separable_conv2d", "name": name, "filters": filters, "kernel_size": list(k),
+            "strides": list(strides), "padding": padding, "dilation": list(dilation),
+            "depth_multiplier": depth_multiplier, "x": enc(x), "depthwise_kernel": enc(depthwise),
+            "pointwise_kernel": enc(pointwise), "y": enc(y.numpy()), "dy": enc(dy), "dx": enc(g[0].numpy()),
+            "ddepthwise_kernel": enc(g[1].numpy()), "dpointwise_kernel": enc(g[2].numpy())}
+    if use_bias:
+        case["bias"] = enc(bias)
+        case["dbias"] = enc(g[3].numpy())
+    return case
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=DEFAULT_OUT)
@@ -221,6 +255,16 @@ def main():
     # (TF's CPU kernels refuse dilation in Conv2DBackpropInput: xquant's is gradient-checked.)
     cases.append(conv_transpose_case(rng, "3x3 stride 1 same no bias", (1, 5, 6, 2), (3, 3), 3, (1, 1), "same",
                                      use_bias=False))
+
+    # Separable convolution: a depthwise multiplier, a stride with both paddings, dilation, no
+    # bias. (TF's CPU depthwise kernel refuses unequal strides.)
+    for case in [("3x3 same multiplier 1", (2, 5, 5, 3), (3, 3), 4, (1, 1), "same"),
+                 ("3x3 stride 2 valid multiplier 2", (1, 7, 6, 2), (3, 3), 3, (2, 2), "valid", (1, 1), 2),
+                 ("3x2 stride 2 same (non-square kernel)", (2, 6, 5, 3), (3, 2), 2, (2, 2), "same"),
+                 ("3x3 dilation 2 same", (1, 7, 7, 2), (3, 3), 3, (1, 1), "same", (2, 2))]:
+        cases.append(separable_case(rng, *case))
+    cases.append(separable_case(rng, "1x1 no bias multiplier 3", (2, 3, 4, 2), (1, 1), 5, (1, 1), "valid",
+                                depth_multiplier=3, use_bias=False))
 
     doc = {"generator": "tools/gen_golden_shape_norm_layers.py",
            "versions": {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__},

@@ -61,6 +61,7 @@
 #include "layers/max_pool2d.hpp"
 #include "layers/multiply.hpp"
 #include "layers/reshape.hpp"
+#include "layers/separable_conv2d.hpp"
 #include "layers/sequential.hpp"
 #include "layers/slicing.hpp"
 #include "layers/tied_dense.hpp"

@@ -1,5 +1,6 @@
 // zero_padding2d, cropping2d, upsampling2d (nearest, bilinear), gelu (both forms),
-// layer_norm, broadcasting add/subtract/multiply, batched matmul, slice and split:
+// layer_norm, broadcasting add/subtract/multiply, batched matmul, slice and split,
+// conv2d_transpose and separable_conv2d:
 // TensorFlow/Keras's outputs and gradients (golden vectors from
 // tools/gen_golden_shape_norm_layers.py), numerical gradient checks, errors that name the
 // layer, and quantized twins in a model that quantize_model and summarize walk.
@@ -18,6 +19,7 @@
 #include <xquant/layers/gelu.hpp>
 #include <xquant/layers/layer_norm.hpp>
 #include <xquant/layers/matmul.hpp>
+#include <xquant/layers/separable_conv2d.hpp>
 #include <xquant/layers/sequential.hpp>
 #include <xquant/layers/slicing.hpp>
 #include <xquant/layers/upsampling2d.hpp>
@@ -402,4 +404,81 @@ TEST_CASE("conv2d_transpose: gradients (dilation too), the adjoint of conv2d, er
   CHECK(q.get<0>().weight_quantizer().enabled());
   const xq::var x(uniform({2, 3, 3, 2}, -1, 1, 35));
   CHECK(q(x).shape() == net(x).shape());
+}
+
+TEST_CASE("separable_conv2d matches Keras SeparableConv2D (golden vectors)", "[layers][separable_conv2d][golden]") {
+  const auto doc = golden::load("layers_shape_norm");
+  int checked = 0;
+  for (const auto& c : doc.at("cases")) {
+    if (c.at("op") != "separable_conv2d") continue;
+    const std::string name = "separable_conv2d " + std::string(c.at("name"));
+    const bool has_bias = c.contains("bias");
+    auto layer = xq::separable_conv2d(c.at("filters"), {c.at("kernel_size")[0], c.at("kernel_size")[1]},
+                                      c.at("depth_multiplier"));
+    layer.strides({c.at("strides")[0], c.at("strides")[1]})
+        .dilation({c.at("dilation")[0], c.at("dilation")[1]})
+        .padding(c.at("padding") == "same" ? xq::padding::same : xq::padding::valid)
+        .use_bias(has_bias);
+    xq::var x(golden::tensor(c.at("x")), true);
+    layer.depthwise.ensure_built(x);
+    layer.pointwise.build(layer.depthwise.kernel()->value.size() / (layer.depthwise.kernel_size()[0] *
+                                                                     layer.depthwise.kernel_size()[1]));
+    layer.depthwise.kernel()->value = golden::tensor(c.at("depthwise_kernel"));
+    layer.pointwise.kernel()->value = golden::tensor(c.at("pointwise_kernel"));
+    if (has_bias) layer.pointwise.bias()->value = golden::tensor(c.at("bias"));
+    xq::tape t;
+    xq::var y = layer(x);
+    check_close(y.value(), golden::tensor(c.at("y")), name + ": y");
+    t.backward(y, golden::tensor(c.at("dy")));
+    check_close(x.grad(), golden::tensor(c.at("dx")), name + ": dx");
+    check_close(layer.depthwise.kernel()->grad, golden::tensor(c.at("ddepthwise_kernel")), name + ": ddepthwise");
+    check_close(layer.pointwise.kernel()->grad, golden::tensor(c.at("dpointwise_kernel")), name + ": dpointwise");
+    if (has_bias) check_close(layer.pointwise.bias()->grad, golden::tensor(c.at("dbias")), name + ": dbias");
+    ++checked;
+  }
+  CHECK(checked == 5);
+}
+
+TEST_CASE("separable_conv2d: gradients, Keras's weight shapes, summary MACs, twin, errors",
+          "[layers][separable_conv2d][gradient]") {
+  auto layer = xq::separable_conv2d(3, 3, 2);
+  layer.strides(2).padding(xq::padding::same);
+  xq::var x(uniform({2, 5, 4, 2}, -1, 1, 41), true);
+  (void)layer(x);
+  CHECK(layer.depthwise.kernel()->value.shape() == xq::tensor::shape_type{3, 3, 2, 2});  // (KH, KW, C, M)
+  CHECK(layer.pointwise.kernel()->value.shape() == xq::tensor::shape_type{1, 1, 4, 3});  // (1, 1, C*M, F)
+  CHECK(layer.depthwise.bias() == nullptr);                                               // the bias is pointwise's
+  check_gradients([&] { return layer(x); },
+                  {x.state(), layer.depthwise.kernel(), layer.pointwise.kernel(), layer.pointwise.bias()}, {},
+                  "separable_conv2d");
+
+  using net_t = xq::sequential<xq::separable_conv2d<>, xq::flatten, xq::dense>;
+  net_t net(xq::separable_conv2d(4, 3), xq::flatten(), xq::dense(2));
+  net.get<0>().padding(xq::padding::same);
+  xq::build(net, {1, 5, 5, 3});
+  const auto s = xq::summarize(net, {1, 5, 5, 3});
+  // depthwise 3*3*3 taps per pixel + pointwise 3*4 per pixel, 25 pixels.
+  CHECK(s.layers[0].mac_count() == (3u * 3u * 3u + 3u * 4u) * 25u);
+  CHECK(*s.layers[0].output_shape == std::vector<std::ptrdiff_t>{-1, 5, 5, 4});
+  // The twin is the two convolutions' twins: NVIDIA's scheme quantizes the input and
+  // the kernel of each.
+  auto q = xq::quantize_model(net, xq::quantize_options{}, {1, 5, 5, 3});
+  CHECK(q.get<0>().depthwise.input_quantizer().enabled());
+  CHECK(q.get<0>().depthwise.weight_quantizer().enabled());
+  CHECK(q.get<0>().pointwise.input_quantizer().enabled());
+  CHECK(q.get<0>().pointwise.weight_quantizer().enabled());
+  const xq::var probe(uniform({2, 5, 5, 3}, -1, 1, 42));
+  CHECK(q(probe).shape() == net(probe).shape());
+
+  // A call on other channels than the built ones names the depthwise child's path.
+  auto wrong = xq::separable_conv2d(2, 3);
+  wrong.depthwise.set_path("encoder/sep/depthwise");
+  (void)wrong(xq::var(uniform({1, 4, 4, 2})));
+  std::string msg = "no error";
+  try {
+    (void)wrong(xq::var(uniform({1, 4, 4, 3})));
+  } catch (const std::exception& e) {
+    msg = e.what();
+  }
+  CHECK_THAT(msg, Catch::Contains("encoder/sep/depthwise") && Catch::Contains("given (1, 4, 4, 3)"));
 }
