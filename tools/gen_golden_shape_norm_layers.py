@@ -106,6 +106,20 @@ def split_case(rng, name, x, axis, parts):
             "x": enc(x), "ys": [enc(y.numpy()) for y in ys], "dys": [enc(d) for d in dys], "dx": enc(dx.numpy())}
 
 
+def weighted_layer_grads(rng, layer, x_shape, weights):
+    """x drawn for `layer` (built, its weights assigned); y, dy and the gradients of
+    sum(y * dy) for x and each of `weights`."""
+    x = rand(rng, x_shape)
+    xv = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        y = layer(xv)
+        dy = rand(rng, y.shape)
+        loss = tf.reduce_sum(y * dy)
+    g = tape.gradient(loss, [xv] + weights)
+    return x, y.numpy(), dy, [t.numpy() for t in g]
+
+
 def conv_transpose_case(rng, name, x_shape, k, filters, strides, padding, use_bias=True):
     """Keras Conv2DTranspose with given weights; gradients for x, the kernel and the bias."""
     layer = keras.layers.Conv2DTranspose(filters, k, strides=strides, padding=padding, use_bias=use_bias)
@@ -117,21 +131,13 @@ def conv_transpose_case(rng, name, x_shape, k, filters, strides, padding, use_bi
         bias = rand(rng, (filters,))
         layer.bias.assign(bias)
         weights.append(layer.bias)
-    x = rand(rng, x_shape)
-    xv = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(xv)
-        y = layer(xv)
-        dy = rand(rng, y.shape)
-        loss = tf.reduce_sum(y * dy)
-    g = tape.gradient(loss, [xv] + weights)
+    x, y, dy, g = weighted_layer_grads(rng, layer, x_shape, weights)
     case = {"op": "conv2d_transpose", "name": name, "filters": filters, "kernel_size": list(k),
             "strides": list(strides), "padding": padding, "x": enc(x),
-            "kernel": enc(kernel), "y": enc(y.numpy()), "dy": enc(dy), "dx": enc(g[0].numpy()),
-            "dkernel": enc(g[1].numpy())}
+            "kernel": enc(kernel), "y": enc(y), "dy": enc(dy), "dx": enc(g[0]), "dkernel": enc(g[1])}
     if use_bias:
         case["bias"] = enc(bias)
-        case["dbias"] = enc(g[2].numpy())
+        case["dbias"] = enc(g[2])
     return case
 
 
@@ -150,22 +156,15 @@ def separable_case(rng, name, x_shape, k, filters, strides, padding, dilation=(1
         bias = rand(rng, (filters,))
         layer.bias.assign(bias)
         weights.append(layer.bias)
-    x = rand(rng, x_shape)
-    xv = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(xv)
-        y = layer(xv)
-        dy = rand(rng, y.shape)
-        loss = tf.reduce_sum(y * dy)
-    g = tape.gradient(loss, [xv] + weights)
+    x, y, dy, g = weighted_layer_grads(rng, layer, x_shape, weights)
     case = {"op": "separable_conv2d", "name": name, "filters": filters, "kernel_size": list(k),
             "strides": list(strides), "padding": padding, "dilation": list(dilation),
             "depth_multiplier": depth_multiplier, "x": enc(x), "depthwise_kernel": enc(depthwise),
-            "pointwise_kernel": enc(pointwise), "y": enc(y.numpy()), "dy": enc(dy), "dx": enc(g[0].numpy()),
-            "ddepthwise_kernel": enc(g[1].numpy()), "dpointwise_kernel": enc(g[2].numpy())}
+            "pointwise_kernel": enc(pointwise), "y": enc(y), "dy": enc(dy), "dx": enc(g[0]),
+            "ddepthwise_kernel": enc(g[1]), "dpointwise_kernel": enc(g[2])}
     if use_bias:
         case["bias"] = enc(bias)
-        case["dbias"] = enc(g[3].numpy())
+        case["dbias"] = enc(g[3])
     return case
 
 

@@ -1,8 +1,9 @@
 #pragma once
 // Small models and data shared by the deployment tests (test_integer_engine.cpp and the
 // onnxruntime cases of onnx_export_cases.cpp): a conv-bn-relu-pool CNN, a binarized CNN
-// in Larq's recipe, 12x12 images whose class is their brightest quadrant, and the short
-// training that makes their quantizers' ranges realistic.
+// in Larq's recipe, a net around a separable convolution, 12x12 images whose class is
+// their brightest quadrant, and the short training that makes their quantizers' ranges
+// realistic.
 
 #include <cstddef>
 #include <random>
@@ -91,6 +92,31 @@ auto trained_qat(Model& model, const xq::dataset& data) {
   qo.freeze_batch_norm_after = 8;
   auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
   train(qat, data, 2, 5e-4f);
+  return qat;
+}
+
+/// conv 3x3 -> relu -> a separable convolution (a depthwise 3x3 of multiplier 2 and a 1x1
+/// conv, one composite) -> relu -> dense 4.
+template <class Conv = xq::conv2d, class Sep = xq::separable_conv2d<>, class Flat = xq::flatten,
+          class Head = xq::dense>
+struct separable_net {
+  Conv stem{xq::conv2d(4, 3).padding(xq::padding::same)};
+  Sep sep{6, 3, 2};  // 6 filters, 3x3, depth multiplier 2
+  Flat flat;
+  Head head{xq::dense(4)};
+  XQ_CHILDREN(stem, sep, flat, head)
+  xq::var operator()(const xq::var& x) { return head(flat(xq::ops::relu(sep(xq::ops::relu(stem(x)))))); }
+};
+
+/// separable_net trained in float, then its twin with NVIDIA's default scheme (every
+/// conv's and the dense layer's input and kernel) fine-tuned.
+inline auto trained_separable_qat(const xq::dataset& data) {
+  xq::set_seed(7);
+  separable_net<> model;
+  xq::build(model, {1, 12, 12, 1});
+  train(model, data, 2, 3e-3f);
+  auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 12, 12, 1});
+  train(qat, data, 1, 5e-4f);
   return qat;
 }
 

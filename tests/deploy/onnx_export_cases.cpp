@@ -54,18 +54,6 @@ struct shared_net {
   }
 };
 
-/// A conv, then a separable convolution (a depthwise and a 1x1 conv, one composite), a dense head.
-template <class Conv = xq::conv2d, class Sep = xq::separable_conv2d<>, class Flat = xq::flatten,
-          class Head = xq::dense>
-struct separable_net {
-  Conv stem{xq::conv2d(4, 3).padding(xq::padding::same)};
-  Sep sep{6, 3, 2};  // 6 filters, 3x3, depth multiplier 2
-  Flat flat;
-  Head head{xq::dense(4)};
-  XQ_CHILDREN(stem, sep, flat, head)
-  xq::var operator()(const xq::var& x) { return head(flat(xq::ops::relu(sep(xq::ops::relu(stem(x)))))); }
-};
-
 /// A residual block (NVIDIA's residual QDQ case decides the add's QDQ), average pooling
 /// (its input QDQ is NVIDIA's default) and global average pooling.
 template <class Conv = xq::conv2d, class Norm = xq::batch_norm, class Add = xq::add, class Pool = xq::average_pool2d,
@@ -339,12 +327,7 @@ int run(const run_args& a) {
   }
   if (a.name == "separable") {
     // Keras's SeparableConv2D as TFLite and ONNX run it: a depthwise and a pointwise Conv.
-    xq::set_seed(7);
-    separable_net<> model;
-    xq::build(model, {1, 12, 12, 1});
-    train(model, data, 2, 3e-3f);
-    auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 12, 12, 1});
-    train(qat, data, 1, 5e-4f);
+    auto qat = trained_separable_qat(data);
     const float s_in = qat.head.input_quantizer().site().grid(1).scale[0];
     const double w = xt::amax(xt::abs(qat.head.float_layer().kernel()->value))();
     return check(qat, a, test, eo, double(s_in) * w, 0.999);

@@ -656,34 +656,15 @@ TEST_CASE("lower: a folded-BN QAT CNN computes the simulation's integers", "[dep
   CHECK_THROWS_WITH(xq::deploy::lower(qat, {12, 12, 1}, bad), Catch::Contains("block/conv"));
 }
 
-namespace {
-
-/// A separable convolution (depthwise + 1x1, one composite), relu, a dense head.
-template <class Sep = xq::separable_conv2d<>, class Flat = xq::flatten, class Head = xq::dense>
-struct separable_net {
-  Sep sep{4, 3, 2};  // 4 filters, 3x3, depth multiplier 2
-  Flat flat;
-  Head head{xq::dense(4)};
-  XQ_CHILDREN(sep, flat, head)
-  xq::var operator()(const xq::var& x) { return head(flat(xq::ops::relu(sep(x)))); }
-};
-
-}  // namespace
-
 TEST_CASE("lower: a separable convolution is its depthwise and pointwise integer convolutions",
           "[deploy][lower][layers]") {
   const xq::dataset data = quadrant_data(256, 41), test = quadrant_data(200, 42);
-  xq::set_seed(6);
-  separable_net<> model;
-  xq::build(model, {1, 12, 12, 1});
-  train(model, data, 2, 3e-3f);
-  auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 12, 12, 1});
-  train(qat, data, 1, 5e-4f);
+  auto qat = trained_separable_qat(data);
   const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1});
   std::size_t integer_ops = 0;
   for (const auto& op : engine.ops) integer_ops += dynamic_cast<const xq::deploy::integer_linear_op*>(op.get()) != nullptr;
-  CHECK(integer_ops == 3);  // depthwise, pointwise, head
-  CHECK(engine.parity_points.size() == 3);  // their inputs
+  CHECK(integer_ops == 4);  // stem, depthwise, pointwise, head
+  CHECK(engine.parity_points.size() == 4);  // their inputs
   // With float biases the engine adds what the simulation adds; what is left is the
   // simulation's float sums of dequantized products, which round where the engine's int32
   // sums are exact: one step, in about one element of 10^4 here (as the folded CNN's below).
