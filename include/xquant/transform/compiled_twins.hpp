@@ -42,7 +42,8 @@
   X(K, relu) X(K, relu6) X(K, leaky_relu) X(K, sigmoid) X(K, tanh) X(K, swish) X(K, softmax) \
   X(K, flatten) X(K, reshape) X(K, dropout) X(K, gelu) X(K, zero_padding2d) X(K, cropping2d)      \
   X(K, upsampling2d) X(K, layer_norm) X(K, slice)
-#define XQ_REGISTRY_INPUTS_QUANTIZED(X, K) X(K, add) X(K, concatenate) X(K, multiply) X(K, subtract)
+#define XQ_REGISTRY_INPUTS_QUANTIZED(X, K) \
+  X(K, add) X(K, concatenate) X(K, multiply) X(K, subtract) X(K, attention_scores)
 
 /// Every instantiation of the registry, with `K` (`extern template` or `template`).
 #define XQ_REGISTRY_INSTANTIATIONS(K)                                        \

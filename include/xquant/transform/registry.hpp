@@ -9,7 +9,7 @@
 /// | batch_norm                                     | quantized_batch_norm  |
 /// | pools, activations (gelu too), flatten, reshape, dropout | input_quantized<L> |
 /// | zero_padding2d, cropping2d, upsampling2d, layer_norm, slice | input_quantized<L> |
-/// | add, concatenate, multiply, subtract           | inputs_quantized<L>   |
+/// | add, concatenate, multiply, subtract, attention_scores | inputs_quantized<L> |
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
 /// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
 ///
@@ -27,6 +27,7 @@
 #include "compiled_twins.hpp"
 #include "../layers/activation.hpp"
 #include "../layers/add.hpp"
+#include "../layers/attention.hpp"
 #include "../layers/average_pool2d.hpp"
 #include "../layers/batch_norm.hpp"
 #include "../layers/broadcasting.hpp"
@@ -111,6 +112,8 @@ template <> struct quantize<add> : registered_twin<inputs_quantized<add>, false>
 template <> struct quantize<concatenate> : registered_twin<inputs_quantized<concatenate>, false> {};
 template <> struct quantize<multiply> : registered_twin<inputs_quantized<multiply>, false> {};
 template <> struct quantize<subtract> : registered_twin<inputs_quantized<subtract>, false> {};
+/// Attention's product of queries and keys: its inputs are quantized when a spec asks.
+template <> struct quantize<attention_scores> : registered_twin<inputs_quantized<attention_scores>, false> {};
 
 /// Each use of a tied table has its own kernel quantizer: the embedding's lookup and
 /// the tied projection are quantized (or not) separately, one weight either way. Both

@@ -4,6 +4,7 @@
 
 #include "activation.ipp"
 #include "add.ipp"
+#include "attention.ipp"
 #include "average_pool2d.ipp"
 #include "batch_norm.ipp"
 #include "broadcasting.ipp"
@@ -29,6 +30,7 @@
 #include "slicing.ipp"
 #include "tied_dense.ipp"
 #include "tied_projection.ipp"
+#include "transpose.ipp"
 #include "upsampling2d.ipp"
 #include "weight_clip.ipp"
 #include "zero_padding2d.ipp"
