@@ -117,7 +117,43 @@ TEST_CASE("sparse_softmax_cross_entropy: bad labels and shapes", "[train][losses
   CHECK(message_of([&] { xq::sparse_softmax_cross_entropy(logits, make({3}, {0, 0, 0})); }) ==
         "sparse_softmax_cross_entropy: expected labels of shape (2,) for logits of shape (2, 3), given (3,)");
   CHECK(message_of([&] { xq::sparse_softmax_cross_entropy(xq::var(uniform({2, 3, 1})), make({2}, {0, 0})); }) ==
-        "sparse_softmax_cross_entropy: expected logits of shape (N, K), given (2, 3, 1)");
+        "sparse_softmax_cross_entropy: expected labels of shape (2, 3) for logits of shape (2, 3, 1), given (2,)");
+  CHECK(message_of([&] { xq::sparse_softmax_cross_entropy(xq::var(uniform({3})), make({3}, {0, 0, 0})); }) ==
+        "sparse_softmax_cross_entropy: expected logits of shape (N, K) or (..., K), given (3,)");
+}
+
+TEST_CASE("sparse_softmax_cross_entropy and accuracy: a sequence model's (B, T, K) logits are B*T rows",
+          "[train][losses]") {
+  // Keras's SparseCategoricalCrossentropy on (B, T, K) with labels (B, T): the mean over
+  // every position, the same as the (B*T, K) rows; the gradient keeps the 3-D shape.
+  const xq::tensor flat_logits = uniform({6, 4});
+  const xq::tensor flat_labels = make({6}, {0, 3, 1, 1, 2, 0});
+  xq::tensor seq_logits = flat_logits;
+  seq_logits.reshape({2, 3, 4});
+  xq::tensor seq_labels = flat_labels;
+  seq_labels.reshape({2, 3});
+  xq::var flat(flat_logits, true), seq(seq_logits, true);
+  {
+    xq::tape t;
+    t.backward(xq::sparse_softmax_cross_entropy(flat, flat_labels));
+  }
+  float seq_loss = 0;
+  {
+    xq::tape t;
+    const xq::var loss = xq::sparse_softmax_cross_entropy(seq, seq_labels);
+    seq_loss = scalar(loss);
+    t.backward(loss);
+  }
+  CHECK(seq_loss == scalar(xq::sparse_softmax_cross_entropy(xq::var(flat_logits), flat_labels)));
+  REQUIRE(seq.grad().shape() == seq_logits.shape());
+  for (std::size_t i = 0; i < 24; ++i) CHECK(seq.grad().data()[i] == flat.grad().data()[i]);
+  xq::tensor with_one = flat_labels;
+  with_one.reshape({2, 3, 1});
+  CHECK(scalar(xq::sparse_softmax_cross_entropy(xq::var(seq_logits), with_one)) == seq_loss);
+  CHECK(xq::sparse_categorical_accuracy(seq_logits, seq_labels) ==
+        xq::sparse_categorical_accuracy(flat_logits, flat_labels));
+  CHECK(message_of([&] { xq::sparse_categorical_accuracy(seq_logits, flat_labels); }) ==
+        "sparse_categorical_accuracy: expected labels of shape (2, 3) for scores of shape (2, 3, 4), given (6,)");
 }
 
 TEST_CASE("binary_cross_entropy: Keras's clipping and the stable logits form", "[train][losses]") {

@@ -40,8 +40,9 @@ XQ_DECL void require_loss_shapes(const char* loss, const var& pred, const var& t
 /// sparse_softmax_cross_entropy_with_logits, Keras's
 /// SparseCategoricalCrossentropy(from_logits=True)); see `sparse_softmax_cross_entropy`.
 struct sparse_softmax_cross_entropy_fn {
-  /// `logits` (N, K); `labels` (N,) or (N, 1), floats holding class ids in [0, K).
-  /// Loss = mean over rows of logsumexp(row) - row[label]; the max is subtracted
+  /// `logits` (N, K); `labels` (N,) or (N, 1), floats holding class ids in [0, K). A
+  /// sequence model's logits (B, T, K) take labels (B, T): every position is a row, as in
+  /// Keras. Loss = mean over rows of logsumexp(row) - row[label]; the max is subtracted
   /// before exp, so huge logits do not overflow. Gradient: (softmax - onehot) / N.
   var operator()(const var& logits, const var& labels) const;
   var operator()(const var& logits, const tensor& labels) const { return (*this)(logits, var(labels)); }

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "../config.hpp"
 #include "../core/error.hpp"
@@ -20,9 +21,22 @@
 
 namespace xq {
 
+namespace detail {
+
+/// Rows and classes of class scores (..., K) against labels (...) or (..., 1), the
+/// shapes Keras's sparse losses and metrics take ((N, K) with (N,) for a classifier,
+/// (B, T, K) with (B, T) for a sequence model). Returns {rows, K}; a shape_error at
+/// `where` naming `what` ("logits", "scores") when the shapes do not fit.
+XQ_DECL std::pair<std::size_t, std::size_t> class_rows(const char* where, const char* what,
+                                                       const tensor::shape_type& scores,
+                                                       const tensor::shape_type& labels);
+
+}  // namespace detail
+
 /// Fraction of rows whose arg-max matches the label; see `sparse_categorical_accuracy`.
 struct sparse_categorical_accuracy_fn {
-  /// `scores` (N, K) (logits or probabilities), `labels` (N,) or (N, 1) class ids.
+  /// `scores` (N, K) (logits or probabilities), `labels` (N,) or (N, 1) class ids; or
+  /// any (..., K) with labels (...) / (..., 1), every position a row.
   /// The arg-max takes the first maximum on ties (as numpy/TF argmax do); a
   /// label that is no class id simply never matches. Returns a value in [0, 1].
   double operator()(const tensor& scores, const tensor& labels) const;

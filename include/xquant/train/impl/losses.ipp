@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../losses.hpp"
+#include "../metrics.hpp"
 
 namespace xq {
 
@@ -31,17 +32,8 @@ XQ_DECL void require_loss_shapes(const char* loss, const var& pred, const var& t
 
 XQ_DECL var sparse_softmax_cross_entropy_fn::operator()(const var& logits, const var& labels) const {
   static const char* const where = "sparse_softmax_cross_entropy";
-  if (logits.dimension() != 2)
-    throw shape_error(where, "logits of shape (N, K)", detail::shape_string(logits.shape()));
-  const std::size_t n = logits.shape()[0], k = logits.shape()[1];
-  const auto& ls = labels.shape();
-  const bool labels_fit = (labels.dimension() == 1 && ls[0] == n) ||
-                          (labels.dimension() == 2 && ls[0] == n && ls[1] == 1);
-  if (!labels_fit)
-    throw shape_error(where,
-                      detail::concat("labels of shape (", n, ",) for logits of shape ",
-                                     detail::shape_string(logits.shape())),
-                      detail::shape_string(ls));
+  const auto rows = detail::class_rows(where, "logits", logits.shape(), labels.shape());
+  const std::size_t n = rows.first, k = rows.second;  // (a lambda below captures them: no structured binding)
   if (n == 0 || k == 0)
     throw shape_error(where, "logits with at least one row and one class",
                       detail::shape_string(logits.shape()));

@@ -8,19 +8,29 @@
 
 namespace xq {
 
+XQ_DECL std::pair<std::size_t, std::size_t> detail::class_rows(const char* where, const char* what,
+                                                               const tensor::shape_type& scores,
+                                                               const tensor::shape_type& labels) {
+  if (scores.size() < 2)
+    throw shape_error(where, concat(what, " of shape (N, K) or (..., K)"), shape_string(scores));
+  const std::size_t k = scores.back();
+  std::size_t n = 1;
+  for (std::size_t a = 0; a + 1 < scores.size(); ++a) n *= scores[a];
+  // Labels are the scores' leading axes, with or without a trailing axis of 1.
+  const tensor::shape_type lead(scores.begin(), scores.end() - 1);
+  tensor::shape_type with_one = lead;
+  with_one.push_back(1);
+  if (labels != lead && labels != with_one) {
+    std::string want = shape_string(lead);
+    if (lead.size() == 1) want = concat("(", lead[0], ",)");
+    throw shape_error(where, concat("labels of shape ", want, " for ", what, " of shape ", shape_string(scores)),
+                      shape_string(labels));
+  }
+  return {n, k};
+}
+
 XQ_DECL double sparse_categorical_accuracy_fn::operator()(const tensor& scores, const tensor& labels) const {
-  static const char* const where = "sparse_categorical_accuracy";
-  if (scores.dimension() != 2)
-    throw shape_error(where, "scores of shape (N, K)", detail::shape_string(scores.shape()));
-  const std::size_t n = scores.shape()[0], k = scores.shape()[1];
-  const auto& ls = labels.shape();
-  const bool labels_fit = (labels.dimension() == 1 && ls[0] == n) ||
-                          (labels.dimension() == 2 && ls[0] == n && ls[1] == 1);
-  if (!labels_fit)
-    throw shape_error(where,
-                      detail::concat("labels of shape (", n, ",) for scores of shape ",
-                                     detail::shape_string(scores.shape())),
-                      detail::shape_string(ls));
+  const auto [n, k] = detail::class_rows("sparse_categorical_accuracy", "scores", scores.shape(), labels.shape());
   if (n == 0 || k == 0) return 0.0;
   std::size_t right = 0;
   const float* s = scores.data();
