@@ -174,8 +174,9 @@ TEST_CASE("multi_head_attention's twin quantizes its four projections and keeps 
   xq::build(net, {1, 5, 6});
   const auto s = xq::summarize(net, {1, 5, 6});
   REQUIRE(s.layers.size() == 2);
-  // The four projections' MACs per sample: 3 of 6 -> 8 and 8 -> 6, at 5 positions.
-  CHECK(s.layers[0].mac_count() >= 5u * (3u * 6u * 8u + 8u * 6u));
+  // MACs per sample: the four projections (3 of 6 -> 8 and 8 -> 6, at 5 positions), and
+  // the two products of 2 heads: q kᵀ (5 x 5 scores of 4 features) and p v (the same).
+  CHECK(s.layers[0].mac_count() == 5u * (3u * 6u * 8u + 8u * 6u) + 2u * (2u * 5u * 5u * 4u));
   auto q = xq::quantize_model(net, xq::quantize_options{}, {1, 5, 6});
   CHECK(q.attention.scores.float_layer().num_heads() == 2);
   CHECK(q.attention.scores.float_layer().causal());

@@ -62,6 +62,8 @@ class attention_scores : public layer<attention_scores> {
  public:
   XQ_SPECIAL_MEMBERS(attention_scores)
   static constexpr layer_role role = layer_role::other;
+  /// No weights, but the two products of activations are MACs the summary counts.
+  static constexpr bool counts_macs = true;
   XQ_DECL explicit attention_scores(std::size_t num_heads = 1, bool causal = false);
 
   /// Queries and keys, projected (B, T, heads * key_dim), and optionally the mask as the

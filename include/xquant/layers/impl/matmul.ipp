@@ -7,6 +7,7 @@
 
 #include "../../core/error.hpp"
 #include "../../core/layer_call.hpp"
+#include "../../core/op_observer.hpp"
 #include "../../kernels/gemm.hpp"
 #include "../broadcasting.hpp"
 #include "../matmul.hpp"
@@ -76,6 +77,8 @@ XQ_DECL var matmul(const var& a, const var& b, bool transpose_a, bool transpose_
   for (std::size_t i = 0; i < plan->a_index.size(); ++i)
     kernels::gemm(transpose_a, transpose_b, m, n, k, 1.0f, a.value().data() + plan->a_index[i] * a_size, ac,
                   b.value().data() + plan->b_index[i] * b_size, bc, 0.0f, y.data() + i * y_size, n);
+  // For xq::summarize: k multiply-adds per output element (attention's two products too).
+  notify_op(path, "matmul", y.shape(), {k, n});
   return detail::traced_function("matmul", layer_role::other, {a, b},
       make_result(std::move(y), needs_grad(a, b),
                   [a, b, plan, transpose_a, transpose_b, m, n, k, a_size, b_size, y_size, ac, bc](const tensor& dy) {
