@@ -36,14 +36,14 @@
 /// The registry's float layers, by their twin's family (transform/registry.hpp).
 #define XQ_REGISTRY_WEIGHT_QUANTIZED(X, K) \
   X(K, conv2d) X(K, dense) X(K, depthwise_conv2d) X(K, embedding) X(K, tied_projection) X(K, tied_dense) \
-  X(K, conv2d_transpose)
+  X(K, conv2d_transpose) X(K, lstm_recurrence) X(K, gru_recurrence)
 #define XQ_REGISTRY_INPUT_QUANTIZED(X, K)                                                   \
   X(K, average_pool2d) X(K, global_average_pool2d) X(K, max_pool2d) X(K, global_max_pool2d) \
   X(K, relu) X(K, relu6) X(K, leaky_relu) X(K, sigmoid) X(K, tanh) X(K, swish) X(K, softmax) \
   X(K, flatten) X(K, reshape) X(K, dropout) X(K, gelu) X(K, zero_padding2d) X(K, cropping2d)      \
   X(K, upsampling2d) X(K, layer_norm) X(K, slice)
 #define XQ_REGISTRY_INPUTS_QUANTIZED(X, K) \
-  X(K, add) X(K, concatenate) X(K, multiply) X(K, subtract) X(K, attention_scores)
+  X(K, add) X(K, concatenate) X(K, multiply) X(K, subtract) X(K, attention_scores) X(K, correlation)
 
 /// Every instantiation of the registry, with `K` (`extern template` or `template`).
 #define XQ_REGISTRY_INSTANTIATIONS(K)                                        \

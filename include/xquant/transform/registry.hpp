@@ -5,11 +5,12 @@
 /// | layer                                          | twin                  |
 /// |------------------------------------------------|-----------------------|
 /// | conv2d, dense, depthwise_conv2d, conv2d_transpose | weight_quantized<L> |
+/// | lstm_recurrence, gru_recurrence (recurrent kernels) | weight_quantized<L>, input never |
 /// | embedding, tied_projection, tied_dense         | weight_quantized<L>, a quantizer per use |
 /// | batch_norm                                     | quantized_batch_norm  |
 /// | pools, activations (gelu too), flatten, reshape, dropout | input_quantized<L> |
 /// | zero_padding2d, cropping2d, upsampling2d, layer_norm, slice | input_quantized<L> |
-/// | add, concatenate, multiply, subtract, attention_scores | inputs_quantized<L> |
+/// | add, concatenate, multiply, subtract, attention_scores, correlation | inputs_quantized<L> |
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
 /// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
 ///
@@ -35,6 +36,7 @@
 #include "../layers/cropping2d.hpp"
 #include "../layers/conv2d.hpp"
 #include "../layers/conv2d_transpose.hpp"
+#include "../layers/correlation.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/depthwise_conv2d.hpp"
 #include "../layers/dropout.hpp"
@@ -43,7 +45,9 @@
 #include "../layers/gelu.hpp"
 #include "../layers/global_average_pool2d.hpp"
 #include "../layers/global_max_pool2d.hpp"
+#include "../layers/gru.hpp"
 #include "../layers/layer_norm.hpp"
+#include "../layers/lstm.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/multiply.hpp"
 #include "../layers/reshape.hpp"
@@ -114,6 +118,8 @@ template <> struct quantize<multiply> : registered_twin<inputs_quantized<multipl
 template <> struct quantize<subtract> : registered_twin<inputs_quantized<subtract>, false> {};
 /// Attention's product of queries and keys: its inputs are quantized when a spec asks.
 template <> struct quantize<attention_scores> : registered_twin<inputs_quantized<attention_scores>, false> {};
+/// An optical-flow cost volume's two feature maps, quantized when a spec asks.
+template <> struct quantize<correlation> : registered_twin<inputs_quantized<correlation>, false> {};
 
 /// Each use of a tied table has its own kernel quantizer: the embedding's lookup and
 /// the tied projection are quantized (or not) separately, one weight either way. Both
@@ -124,6 +130,14 @@ template <> struct quantizable_input<embedding> : std::false_type {};  // ids
 template <> struct quantize<tied_projection> : registered_twin<weight_quantized<tied_projection>, false> {};
 template <> struct quantize<tied_dense> : registered_twin<weight_quantized<tied_dense>, false> {};
 template <> struct kernel_channel_axis<tied_projection> : std::integral_constant<int, 0> {};
+
+/// A recurrent layer's loop: its recurrent kernel is quantized per output column (a gate's
+/// unit), as a dense kernel is. Its input is the projection's output, a sum the dense
+/// child already produced from a quantized input: never quantized again.
+template <> struct quantize<lstm_recurrence> : registered_twin<weight_quantized<lstm_recurrence>, false> {};
+template <> struct quantizable_input<lstm_recurrence> : std::false_type {};
+template <> struct quantize<gru_recurrence> : registered_twin<weight_quantized<gru_recurrence>, false> {};
+template <> struct quantizable_input<gru_recurrence> : std::false_type {};
 
 /// A sequential's twin is the sequential of its layers' twins, with the same names.
 template <class... Layers>

@@ -33,6 +33,9 @@ XQ_DECL quantization_scheme nvidia() {
   s.input = s.weight = s.output = q;
   const layer_defaults weighted = detail::defaults(true, true, false, true, true);
   for (const char* t : {"conv2d", "dense", "depthwise_conv2d"}) s.layers[t] = weighted;
+  // Not in NVIDIA's matrix, quantized as its weighted layers are: the transposed conv's
+  // input and kernel, a recurrent layer's recurrent kernel (its projection is a dense).
+  for (const char* t : {"conv2d_transpose", "lstm_recurrence", "gru_recurrence"}) s.layers[t] = weighted;
   for (const char* t : {"average_pool2d", "global_average_pool2d"}) s.layers[t] = detail::defaults(true, false, false, true);
   for (const char* t : {"max_pool2d", "batch_norm", "add", "concatenate", "multiply"})
     s.layers[t] = detail::defaults(true, false, false, false);

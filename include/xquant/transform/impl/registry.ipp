@@ -16,7 +16,8 @@ XQ_DECL const std::vector<std::string>& builtin_layer_types() {
       "tanh",       "swish",   "softmax",          "flatten",     "reshape",        "dropout",
       "add",        "concatenate", "multiply",     "embedding",   "tied_projection", "tied_dense",
       "gelu",       "zero_padding2d", "cropping2d", "upsampling2d", "layer_norm",
-      "slice",      "subtract", "conv2d_transpose", "attention_scores"};
+      "slice",      "subtract", "conv2d_transpose", "attention_scores",
+      "correlation", "lstm_recurrence", "gru_recurrence"};
   return names;
 }
 
