@@ -14,7 +14,8 @@ log() { printf '[install_deps] %s\n' "$*"; }
 # Debian 12 (bookworm) names. xtensor-dev pulls libxtensor-dev 0.24.3 (+ xtl-dev 0.7.x,
 # nlohmann-json3-dev); libxsimd-dev is 8.1.0; catch2 is Catch2 v2 (2.13.10);
 # dataset-fashion-mnist puts Fashion-MNIST's IDX files (30 MB) in
-# /usr/share/datasets/fashion-mnist, for the example and the dataset test.
+# /usr/share/datasets/fashion-mnist, for the example and the dataset test. fortunes: 2.6 MB
+# of English text in /usr/share/games/fortunes, the transformer_lm example's corpus.
 # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only recommended by
 # clang, so named here) build tests/fuzz's checkpoint fuzzer. python3-venv: the venv of
 # the ONNX tests (install_onnx_deps.sh), where python3 is Debian's. libdnnl-dev: oneDNN
@@ -35,6 +36,7 @@ apt_packages=(
   libopenblas-openmp-dev
   zlib1g-dev
   dataset-fashion-mnist
+  fortunes
   clang
   libclang-rt-dev
   python3-venv
