@@ -192,7 +192,7 @@ int main(int argc, char** argv) try {
       std::printf("    %s: [%.4f, %.4f]\n", path.c_str(), range.first, range.second);
   }
 
-  double worst = 0;
+  double worst = -1.0;  // the largest relative change, negative when every int8 model beats float
   for (const result& r : results) worst = std::max(worst, r.after / float_epe - 1.0);
   std::printf("optical_flow float_epe=%.4f float_continued_epe=%.4f int8_shared_epe=%.4f int8_per_call_site_epe=%.4f "
               "worst_int8_vs_float=%+.2f%% seconds=%.0f\n",
