@@ -15,6 +15,7 @@
 #include "deploy_models.hpp"
 
 #include <xquant/deploy/binary_gemm.hpp>
+#include <xquant/deploy/export_onnx.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
 #include <xquant/deploy/integer_model_file.hpp>
@@ -726,6 +727,29 @@ TEST_CASE("lower: a layer without an integer form is named", "[deploy][lower]") 
   xq::build(model, {1, 8, 8, 1});
   CHECK_THROWS_WITH(xq::deploy::lower(model, {8, 8, 1}),
                     Catch::Contains("channel_shuffle") && Catch::Contains("a layer the integer engine has"));
+}
+
+namespace {
+/// One image against itself at two scales of features: a cost volume, which ONNX has no operator for.
+template <class Conv = xq::conv2d, class Corr = xq::correlation, class Flat = xq::flatten, class Dense = xq::dense>
+struct self_cost {
+  Conv a{xq::conv2d(4, 3)}, b{xq::conv2d(4, 3)};
+  Corr cost{xq::correlation(1)};
+  Flat flat;
+  Dense head{xq::dense(3)};
+  XQ_CHILDREN(a, b, cost, flat, head)
+  xq::var operator()(const xq::var& x) { return head(flat(cost(a(x), b(x)))); }
+};
+}  // namespace
+
+TEST_CASE("lower and export: a layer ONNX has no operator for is named, with the reason", "[deploy][lower]") {
+  self_cost<> model;
+  xq::build(model, {1, 6, 6, 1});
+  auto twin = xq::quantize_model(model, xq::quantize_options{}, {1, 6, 6, 1});
+  CHECK_THROWS_WITH(xq::deploy::lower(twin, {6, 6, 1}),
+                    Catch::Contains("cost") && Catch::Contains("a correlation layer (ONNX has no correlation"));
+  CHECK_THROWS_WITH(xq::deploy::export_onnx(twin, {6, 6, 1}),
+                    Catch::Contains("cost") && Catch::Contains("a correlation layer (ONNX has no correlation"));
 }
 
 TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and foreign files",

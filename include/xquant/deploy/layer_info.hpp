@@ -179,6 +179,10 @@ XQ_DECL void describe_float(const tied_dense& l, layer_info& i);
 template <class L>
 void describe_float(const L&, layer_info&) {}
 
+/// Why a built-in layer type has no integer or ONNX form yet, for the error that names it
+/// ("" for a type this does not know: a user's layer).
+XQ_DECL std::string why_no_integer_form(const std::string& type);
+
 /// The layer types with a describe_float overload above.
 template <class L>
 inline constexpr bool has_integer_form_v =

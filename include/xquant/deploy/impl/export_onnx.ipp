@@ -280,7 +280,7 @@ class exporter : trace_walk {
                                    "average_pool2d, global_average_pool2d, global_max_pool2d, batch_norm, relu, relu6, "
                                    "leaky_relu, sigmoid, tanh, swish, softmax, add, concatenate, multiply, embedding, "
                                    "tied_projection, tied_dense, flatten, reshape, dropout, Larq sign layers)",
-                           "a " + c.type + " layer");
+                           "a " + c.type + " layer" + why_no_integer_form(c.type));
     if (info->what == layer_info::kind::merge) return export_merge(i, info->function, info->axis, info->inputs, c.path);
     if (info->what == layer_info::kind::embedding) return export_embedding(i, *info);
     onnx_value v = value(c.inputs.at(0), c.describe());

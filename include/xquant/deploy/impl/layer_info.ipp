@@ -157,6 +157,17 @@ XQ_DECL void describe_float(const tied_dense& l, layer_info& i) {
   i.kernel_id = l.kernel().get();
 }
 
+XQ_DECL std::string why_no_integer_form(const std::string& type) {
+  if (type == "correlation")
+    return " (ONNX has no correlation, or cost-volume, operator, and the integer engine has no kernel for it)";
+  // ONNX has these (Pad, Slice, Resize, Transpose, ConvTranspose, LayerNormalization, Gelu,
+  // MatMul, LSTM, GRU); xquant's lowering and export of them are still to be written.
+  for (const char* t : {"zero_padding2d", "cropping2d", "slice", "upsampling2d", "conv2d_transpose", "layer_norm",
+                        "gelu", "attention_scores", "lstm_recurrence", "gru_recurrence"})
+    if (type == t) return " (ONNX has an operator for it; xquant does not lower or export it yet)";
+  return "";
+}
+
 }  // namespace detail
 
 XQ_DECL void describe_layer(layer_table& table, const quantized_batch_norm& w) {

@@ -277,7 +277,7 @@ class lowering : trace_walk {
                                    "average_pool2d, global_average_pool2d, global_max_pool2d, batch_norm, relu, "
                                    "relu6, leaky_relu, sigmoid, tanh, swish, softmax, add, concatenate, multiply, "
                                    "embedding, tied_projection, tied_dense, flatten, reshape, dropout, Larq sign layers)",
-                           "a " + c.type + " layer");
+                           "a " + c.type + " layer" + why_no_integer_form(c.type));
     if (info->what == layer_info::kind::merge) return lower_merge(i, c.path, info->function, info->axis, info->inputs);
     if (info->what == layer_info::kind::embedding) return lower_embedding(i, *info);
     std::size_t v = value(c.inputs.at(0), c.describe());
