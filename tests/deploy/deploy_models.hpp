@@ -138,4 +138,119 @@ inline auto output_placement_qat(const xq::dataset& data, bool pytorch) {
   return qat;
 }
 
+/// Token ids (N, 6) of 8 ids: the class is readable from the first three.
+inline xq::dataset token_data(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> id(0, 7);
+  xq::tensor x = xq::tensor::from_shape({n, 6});
+  xq::tensor y = xq::tensor::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    const int label = int(i % 4);
+    for (std::size_t t = 0; t < 6; ++t) x(i, t) = float(t < 3 ? label + 4 * (t % 2) : id(rng));
+    y(i) = float(label);
+  }
+  return xq::dataset{x, y};
+}
+
+/// The grid-moving and float layers of issue 16 in a CNN on the 12x12 quadrant images:
+/// zero padding, cropping, nearest and bilinear upsampling, a strided transposed
+/// convolution (`same`, which needs ONNX's output_padding), GELU, a channel slice, layer
+/// normalization over each whole image, and a transpose of its rows and columns.
+template <class Conv = xq::conv2d, class Pad = xq::zero_padding2d, class Crop = xq::cropping2d,
+          class Pool = xq::max_pool2d, class Up = xq::upsampling2d, class UpConv = xq::conv2d_transpose,
+          class Gelu = xq::gelu, class Slice = xq::slice, class Add = xq::add, class Norm = xq::layer_norm,
+          class Flat = xq::flatten, class Head = xq::dense>
+struct grid_net {
+  Conv stem{xq::conv2d(6, 3)};
+  Pad pad{xq::zero_padding2d(xq::image_margins{{1, 2}, {2, 1}})};
+  Conv middle{xq::conv2d(8, 3)};
+  Crop crop{xq::cropping2d(xq::image_margins{{1, 2}, {2, 1}})};
+  Pool pool{xq::max_pool2d(2)};
+  Up nearest{xq::upsampling2d(2, 2)};
+  Conv refine{xq::conv2d(8, 3).padding(xq::padding::same)};
+  Up bilinear{xq::upsampling2d(2, 2, xq::interpolation::bilinear)};
+  UpConv up{[] {
+    xq::conv2d_transpose t(6, 3);
+    t.strides(2).padding(xq::padding::same);
+    return t;
+  }()};
+  Gelu gelu;
+  Slice first_six{xq::slice(-1, 0, 6)};
+  Add merge;
+  Norm norm{xq::layer_norm({1, 2, 3})};  // over each image's pixels and channels
+  Flat flat;
+  Head head{xq::dense(4)};
+  XQ_CHILDREN(stem, pad, middle, crop, pool, nearest, refine, bilinear, up, gelu, first_six, merge, norm, flat, head)
+  xq::var operator()(const xq::var& x) {
+    xq::var h = xq::ops::relu(stem(x));                      // (10, 10, 6)
+    h = xq::ops::relu(middle(pad(h)));                       // (13, 13, 6) -> (11, 11, 8)
+    const xq::var p = pool(crop(h));                         // (8, 8, 8) -> (4, 4, 8)
+    const xq::var n = pool(xq::ops::relu(refine(nearest(p))));  // (8, 8, 8) -> (4, 4, 8)
+    const xq::var t = gelu(up(n));                           // (8, 8, 6)
+    const xq::var b = first_six(bilinear(p));                // (8, 8, 8) -> (8, 8, 6)
+    const xq::var m = norm(merge(t, b));
+    return head(flat(xq::ops::transpose(m, {0, 2, 1, 3})));
+  }
+};
+
+/// grid_net trained in float, then its twin with NVIDIA's scheme (every conv's, the
+/// transposed conv's and the dense layer's input and kernel), the bilinear upsampling's and
+/// the layer norm's inputs opted in, fine-tuned.
+inline auto trained_grid_qat(const xq::dataset& data) {
+  xq::set_seed(12);
+  grid_net<> model;
+  xq::build(model, {1, 12, 12, 1});
+  train(model, data, 2, 3e-3f);
+  xq::quantize_options qo;
+  qo.spec.add("bilinear").add("norm");
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  train(qat, data, 1, 5e-4f);
+  return qat;
+}
+
+/// A decoder-only transformer on token_data: a token embedding plus a learned position
+/// embedding of indices the forward code makes (a constant when lowered), a pre-norm block
+/// of causal two-head attention (its scores' inputs opted in) and a GELU MLP with residual
+/// adds, then the sequence against itself (matmul with transpose_b) and a dense head.
+template <class Embed = xq::embedding, class Norm = xq::layer_norm, class Attention = xq::multi_head_attention<>,
+          class Add = xq::add, class Dense = xq::dense, class Flat = xq::flatten>
+struct tiny_transformer {
+  Embed embed{xq::embedding(8, 8)};
+  Embed positions{xq::embedding(6, 8)};
+  Norm norm1{xq::layer_norm().epsilon(1e-5f)};
+  Attention attention;  // causal, 2 heads of 4 (the float model's constructor)
+  Add attention_residual;
+  Norm norm2;
+  Dense up{xq::dense(16)};
+  Dense down{xq::dense(8)};
+  Add mlp_residual;
+  Dense keys{xq::dense(8)};
+  Flat flat;
+  Dense head{xq::dense(4)};
+  XQ_CHILDREN(embed, positions, norm1, attention, attention_residual, norm2, up, down, mlp_residual, keys, flat, head)
+  tiny_transformer() = default;
+  explicit tiny_transformer(bool causal) : attention(xq::multi_head_attention<>(2, 4).causal(causal)) {}
+  xq::var operator()(const xq::var& ids) {
+    xq::tensor where = xq::tensor::from_shape({ids.shape()[1]});
+    for (std::size_t t = 0; t < where.size(); ++t) where(t) = float(t);
+    xq::var h = embed(ids) + positions(xq::var(where));  // (B, 6, 8) + (6, 8)
+    const xq::var a = norm1(h);
+    h = attention_residual(h, attention(a, a));
+    h = mlp_residual(h, down(xq::ops::gelu(up(norm2(h)), true)));
+    return head(flat(xq::ops::matmul(h, keys(h), false, true)));  // (B, 6, 6)
+  }
+};
+
+inline auto trained_transformer_qat(const xq::dataset& tokens) {
+  xq::set_seed(21);
+  tiny_transformer<> model(true);
+  xq::build(model, {1, 6});
+  train(model, tokens, 3, 1e-2f);
+  xq::quantize_options qo;
+  qo.spec.add("attention/scores");
+  auto qat = xq::quantize_model(model, qo, {1, 6});
+  train(qat, tokens, 1, 1e-3f);
+  return qat;
+}
+
 }  // namespace deploy_test

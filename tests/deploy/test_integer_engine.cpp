@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 
 #include <xquant/deploy/binary_gemm.hpp>
 #include <xquant/deploy/export_onnx.hpp>
+#include <xquant/deploy/function_op.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
 #include <xquant/deploy/integer_model_file.hpp>
@@ -69,20 +71,6 @@ struct layer_zoo {
     return probabilities(head(leaky(hidden(e))));
   }
 };
-
-/// Token ids (N, 6) whose class is the most frequent id mod 4 among 8 ids.
-xq::dataset token_data(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> id(0, 7);
-  xq::tensor x = xq::tensor::from_shape({n, 6});
-  xq::tensor y = xq::tensor::from_shape({n});
-  for (std::size_t i = 0; i < n; ++i) {
-    const int label = int(i % 4);
-    for (std::size_t t = 0; t < 6; ++t) x(i, t) = float(t < 3 ? label + 4 * (t % 2) : id(rng));
-    y(i) = float(label);
-  }
-  return xq::dataset{x, y};
-}
 
 /// ids (N, 6) -> an embedding (8 x 8), a hidden layer, and a projection tied to the table.
 template <class Embed = xq::embedding, class Flat = xq::flatten, class Hidden = xq::dense,
@@ -841,4 +829,99 @@ TEST_CASE("lower: a batch norm's own output quantizer is the grid its conv lands
   CHECK(norm_point);
   // The two convs' and the dense's inputs, and the batch norm's output: every integer.
   check_exact(qat, {12, 12, 1}, test.inputs, &test.targets, 4);
+}
+
+TEST_CASE("lower: padding, cropping, upsampling, a transposed conv, gelu, slice, layer norm and transpose",
+          "[deploy][lower][layers]") {
+  const xq::dataset data = quadrant_data(256, 71), test = quadrant_data(200, 72);
+  auto qat = trained_grid_qat(data);
+  xq::deploy::lower_options lo;
+  lo.bias = xq::deploy::bias_precision::float32;
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+  INFO(engine.summary());
+  // The layout functions move the integers of the grid they are on; the others compute in float.
+  std::map<std::string, std::string> kinds;
+  for (const auto& op : engine.ops)
+    if (const auto* f = dynamic_cast<const xq::deploy::function_op*>(op.get()))
+      kinds[f->function] = f->moves_only() ? "moves" : "float";
+  CHECK(kinds["zero_padding2d"] == "moves");
+  CHECK(kinds["cropping2d"] == "moves");
+  CHECK(kinds["upsampling2d"] == "float");  // the bilinear one (the nearest one moves; both exist)
+  CHECK(kinds["slice"] == "moves");
+  CHECK(kinds["transpose"] == "moves");
+  CHECK(kinds["conv2d_transpose"] == "float");
+  CHECK(kinds["gelu"] == "float");
+  CHECK(kinds["layer_norm"] == "float");
+  // The stem lands on the middle conv's input grid through relu and the padding (both
+  // commute with rounding), and the padding moves those integers.
+  const std::vector<xq::deploy::engine_tensor> values = engine.run_all(test.inputs);
+  std::size_t padded_integers = 0;
+  for (const auto& op : engine.ops)
+    if (const auto* f = dynamic_cast<const xq::deploy::function_op*>(op.get()); f && f->function == "zero_padding2d")
+      padded_integers += values.at(f->output).kind == xq::deploy::value_kind::integer;
+  CHECK(padded_integers == 1);
+  // stem, middle, refine, the transposed conv and the head (NVIDIA's), the bilinear
+  // upsampling's and the layer norm's (opted in).
+  check_exact(qat, {12, 12, 1}, test.inputs, &test.targets, 7);
+}
+
+TEST_CASE("lower: a transformer block, its position indices a constant", "[deploy][lower][layers]") {
+  const xq::dataset data = token_data(256, 73), test = token_data(200, 74);
+  auto qat = trained_transformer_qat(data);
+  xq::deploy::lower_options lo;
+  lo.bias = xq::deploy::bias_precision::float32;
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {6}, lo);
+  INFO(engine.summary());
+  std::size_t constants = 0, attention = 0;
+  for (const auto& op : engine.ops) {
+    constants += std::string(op->kind()) == "constant";
+    attention += std::string(op->kind()) == "attention_probabilities" || std::string(op->kind()) == "attend";
+  }
+  CHECK(constants == 1);
+  CHECK(attention == 2);
+  // Every dense layer's input (query, key, value, attention output, up, down, keys, head)
+  // and the attention scores' two inputs (opted in).
+  check_exact(qat, {6}, test.inputs, &test.targets, 10);
+}
+
+namespace {
+/// Doubles its input in code the trace does not see: not a constant, whatever the input.
+template <class Conv = xq::conv2d, class Flat = xq::flatten, class Dense = xq::dense>
+struct untraced_input {
+  Conv conv{xq::conv2d(2, 3)};
+  Flat flat;
+  Dense head{xq::dense(3)};
+  XQ_CHILDREN(conv, flat, head)
+  xq::var operator()(const xq::var& x) {
+    xq::tensor doubled = x.value();
+    for (float& v : doubled) v *= 2.0f;
+    return head(flat(conv(xq::var(doubled))));
+  }
+};
+}  // namespace
+
+TEST_CASE("lower and export: a value made from the input outside the trace is refused, not fixed",
+          "[deploy][lower]") {
+  untraced_input<> model;
+  xq::build(model, {1, 6, 6, 1});
+  CHECK_THROWS_WITH(xq::deploy::lower(model, {6, 6, 1}),
+                    Catch::Contains("conv") && Catch::Contains("a value computed by code the trace does not see"));
+  CHECK_THROWS_WITH(xq::deploy::export_onnx(model, {6, 6, 1}),
+                    Catch::Contains("conv") && Catch::Contains("a value computed by code the trace does not see"));
+}
+
+TEST_CASE("integer model files: a function op with arguments out of range is refused, naming it", "[deploy][file]") {
+  const xq::dataset data = quadrant_data(64, 75);
+  auto qat = trained_grid_qat(data);
+  xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1});
+  bool changed = false;
+  for (auto& op : engine.ops)
+    if (auto* f = dynamic_cast<xq::deploy::function_op*>(op.get()); f && f->function == "slice") {
+      f->ints[1] = f->ints[2];  // begin == end: an empty slice
+      changed = true;
+    }
+  REQUIRE(changed);
+  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  CHECK_THROWS_WITH(xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "s.xqi"),
+                    Catch::Contains("s.xqi") && Catch::Contains("first_six") && Catch::Contains("a begin before the end"));
 }

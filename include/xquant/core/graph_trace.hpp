@@ -16,6 +16,7 @@
 ///    refuse to place a quantizer on it (a function has nowhere to keep one).
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,9 @@ struct traced_call {
   bool function = false;            ///< called as `xq::ops::<type>(...)`, not through a layer
   std::vector<const variable_state*> inputs;
   const variable_state* output = nullptr;
+  /// A function's arguments other than its inputs, where export needs them (transpose's
+  /// permutation, matmul's two transpose flags, slice's axis, begin and end).
+  std::vector<std::int64_t> attributes;
 
   /// For messages: "block/conv (conv2d)" or "xq::ops::relu (a function)".
   std::string describe() const;

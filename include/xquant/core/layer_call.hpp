@@ -109,9 +109,10 @@ inline bool function_call_traced() noexcept {
   return graph_trace::current() != nullptr && this_thread_leaf_calls().depth == 0;
 }
 
-/// Reports a call of function `xq::ops::<name>` (see `function_call_traced`).
+/// Reports a call of function `xq::ops::<name>` (see `function_call_traced`), with its
+/// arguments other than its inputs (traced_call::attributes).
 XQ_DECL void trace_function_call(const char* name, layer_role role, const std::vector<var>& inputs,
-                                 const var& output);
+                                 const var& output, std::vector<std::int64_t> attributes = {});
 
 /// `y`, the result of `xq::ops::<name>(x)`, reported to an active trace when the call
 /// came from forward code (a function with a layer form: activations, merges).
@@ -123,6 +124,26 @@ inline var traced_function(const char* name, layer_role role, const std::vector<
   if (function_call_traced()) trace_function_call(name, role, inputs, y);
   return y;
 }
+/// The same, with the call's arguments other than its inputs (transpose's permutation).
+inline var traced_function(const char* name, layer_role role, const std::vector<var>& inputs, var y,
+                           std::vector<std::int64_t> attributes) {
+  if (function_call_traced()) trace_function_call(name, role, inputs, y, std::move(attributes));
+  return y;
+}
+
+/// The body of a function with a layer form that is built from others (ops::attend from
+/// matmul and transpose, ops::split from slices): while it runs, the functions it calls
+/// are part of its own node, not nodes of their own (RAII, as a leaf call's depth).
+class function_body_scope {
+ public:
+  function_body_scope() noexcept : state_(this_thread_leaf_calls()) { ++state_.depth; }
+  ~function_body_scope() { --state_.depth; }
+  function_body_scope(const function_body_scope&) = delete;
+  function_body_scope& operator=(const function_body_scope&) = delete;
+
+ private:
+  leaf_call_state& state_;
+};
 
 /// Runs `body` with `check` active on this thread (restores the previous one after).
 template <class Body>

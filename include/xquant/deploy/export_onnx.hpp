@@ -35,13 +35,26 @@
 ///    GlobalAveragePool / GlobalMaxPool (+ Flatten), relu6 → Clip(0, 6), leaky_relu →
 ///    LeakyRelu, swish → x · Sigmoid(x), softmax → Softmax over the NHWC channels,
 ///    add / multiply / concatenate → Add / Mul / Concat with a QDQ per quantized input,
-///    embedding → Gather at Cast(ids, int64), tied_projection → Gemm(transB = 1).
+///    embedding → Gather at Cast(ids, int64), tied_projection → Gemm(transB = 1);
+///  - the layers of issue 16 in standard operators of opset 13 (function_op.hpp lists them):
+///    zero_padding2d → Pad (constant 0), cropping2d and slice → Slice, upsampling2d →
+///    Resize (nearest: `asymmetric` + `floor`, Keras's repeat; bilinear: `half_pixel`,
+///    tf.image.resize's), transpose → Transpose, conv2d_transpose → ConvTranspose (the
+///    adjoint's pads, output_padding to Keras's size, its kernel's integers +
+///    DequantizeLinear), gelu → Erf or Tanh in TF's order of operations, layer_norm →
+///    ReduceMean / Sub / Mul / Sqrt / Div, broadcasting add / subtract / multiply → Add /
+///    Sub / Mul, matmul → MatMul (a Transpose for a transposed operand), attention_scores →
+///    Reshape / Transpose / MatMul, Keras's -1e9 for masked scores, Softmax, and ops::attend
+///    → MatMul and the heads merged back; a value the forward code makes without the input
+///    (position indices) is an initializer (model_access.hpp's constant_values). The
+///    correlation has no ONNX operator: the error says so.
 /// The graph takes and returns NHWC tensors like xquant (a Transpose to and from ONNX's
 /// NCHW around the spatial part; a flatten after a conv transposes back first, so the
 /// features come in xquant's order). The model's metadata records the numerics of every
 /// quantizer and how the file's rounding relates to training's.
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,7 +95,7 @@ XQ_DECL onnx::model export_model(const model_access& m, const std::vector<std::s
                                  const export_options& o);
 XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
-                                 const export_options& o);
+                                 const export_options& o, const std::set<const variable_state*>& constants = {});
 }  // namespace detail
 
 /// `model` as an ONNX model for inputs of shape (N, sample_shape...) (see the file comment).

@@ -17,7 +17,10 @@
 /// accumulation, an int32 bias and a requantizer (requantize.hpp) or a float epilogue,
 /// integer max pooling and ReLU, integer average pooling, add, multiply and rescaling
 /// between grids (TFLite's and onnxruntime's merges), reshape, float batch norm, sign (float
-/// to bits) and the binary convolution / dense of XNOR-popcount (binary_gemm.hpp).
+/// to bits) and the binary convolution / dense of XNOR-popcount (binary_gemm.hpp); and
+/// (function_op.hpp) xquant's own functions for the layers with no integer arithmetic —
+/// padding, cropping, slicing, upsampling and transposition moving integers, layer norm,
+/// GELU, attention, matmul and the transposed convolution in float — and constants.
 ///
 /// Every kernel has an exact scalar reference (`run_options::reference_kernels`); the
 /// fast path must give the same integers, and the tests compare the two on every model.

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +54,15 @@ class multiply;
 class embedding;
 class tied_projection;
 class tied_dense;
+class zero_padding2d;
+class cropping2d;
+class slice;
+class upsampling2d;
+class gelu;
+class layer_norm;
+class subtract;
+class attention_scores;
+class conv2d_transpose;
 struct no_quantizer;
 class ste_sign;
 class approx_sign;
@@ -82,7 +92,12 @@ struct layer_info {
     global_max_pool,      ///< global_max_pool2d (keepdims)
     activation,           ///< relu6, leaky_relu, sigmoid, tanh, swish, softmax (`function`, alpha)
     merge,                ///< add, concatenate, multiply (`function`, axis, one quantizer per input)
-    embedding             ///< a table lookup (kernel: the table, weight: its quantizer)
+    embedding,            ///< a table lookup (kernel: the table, weight: its quantizer)
+    /// computed by xquant's own function (`function`, `ints`, `floats`, `tensors`: the
+    /// integer engine's function_op, deploy/function_op.hpp, names each one's arguments);
+    /// one QDQ site per input where the twin has them (`inputs`), a kernel quantizer on
+    /// tensors[0] (`weight`: conv2d_transpose)
+    function
   };
   enum class form { conv2d, depthwise_conv2d, dense };
   /// How a Larq layer quantizes: not at all, Larq's sign (ste_sign, approx_sign: ±1
@@ -130,6 +145,11 @@ struct layer_info {
 
   // reshape
   std::vector<std::ptrdiff_t> target;
+
+  // function: its arguments (slice's axis, end: as the layer has them, negative from the end)
+  std::vector<std::int64_t> ints;
+  std::vector<float> floats;
+  std::vector<tensor> tensors;
 };
 
 /// Layer infos by path.
@@ -175,6 +195,15 @@ XQ_DECL void describe_float(const multiply& l, layer_info& i);
 XQ_DECL void describe_float(const embedding& l, layer_info& i);
 XQ_DECL void describe_float(const tied_projection& l, layer_info& i);
 XQ_DECL void describe_float(const tied_dense& l, layer_info& i);
+XQ_DECL void describe_float(const zero_padding2d& l, layer_info& i);
+XQ_DECL void describe_float(const cropping2d& l, layer_info& i);
+XQ_DECL void describe_float(const slice& l, layer_info& i);
+XQ_DECL void describe_float(const upsampling2d& l, layer_info& i);
+XQ_DECL void describe_float(const gelu& l, layer_info& i);
+XQ_DECL void describe_float(const layer_norm& l, layer_info& i);
+XQ_DECL void describe_float(const subtract& l, layer_info& i);
+XQ_DECL void describe_float(const attention_scores& l, layer_info& i);
+XQ_DECL void describe_float(const conv2d_transpose& l, layer_info& i);
 /// Any other float layer: no integer form (kind::none, its type recorded for the error).
 template <class L>
 void describe_float(const L&, layer_info&) {}
@@ -193,7 +222,10 @@ inline constexpr bool has_integer_form_v =
     std::is_same_v<L, swish> || std::is_same_v<L, softmax> || std::is_same_v<L, average_pool2d> ||
     std::is_same_v<L, global_average_pool2d> || std::is_same_v<L, global_max_pool2d> || std::is_same_v<L, add> ||
     std::is_same_v<L, concatenate> || std::is_same_v<L, multiply> || std::is_same_v<L, embedding> ||
-    std::is_same_v<L, tied_projection> || std::is_same_v<L, tied_dense>;
+    std::is_same_v<L, tied_projection> || std::is_same_v<L, tied_dense> || std::is_same_v<L, zero_padding2d> ||
+    std::is_same_v<L, cropping2d> || std::is_same_v<L, slice> || std::is_same_v<L, upsampling2d> ||
+    std::is_same_v<L, gelu> || std::is_same_v<L, layer_norm> || std::is_same_v<L, subtract> ||
+    std::is_same_v<L, attention_scores> || std::is_same_v<L, conv2d_transpose>;
 
 }  // namespace detail
 

@@ -30,6 +30,12 @@
 ///  - an embedding is a gather of its kernel quantizer's int8 rows (a scale per row) or of
 ///    floats; a tied projection (x · tableᵀ) is an integer dense when its input and table
 ///    are quantized, else xq::ops::matmul_transposed on the table the simulation uses;
+///  - zero padding, cropping, slicing, nearest upsampling and transposition move integers
+///    and keep their grid (rounding commutes with them, so a conv before one lands on the
+///    next quantizer's grid); layer norm, GELU, bilinear upsampling, attention, matmul,
+///    broadcasting arithmetic and the transposed convolution (its kernel fake-quantized as
+///    the simulation's) compute in float with xquant's own functions (function_op.hpp); a
+///    value the forward code makes without the input (position indices) is a constant;
 ///  - Larq layers with sign quantizers on input and kernel become XNOR-popcount ops on
 ///    bit-packed ±1 values; a float-input layer with a binary kernel (a BNN's stem) stays a
 ///    float op with the ±1 kernel; batch norms between binary layers run in float with the
@@ -47,6 +53,7 @@
 /// TFLite's fixed point cannot represent.
 
 #include <cstddef>
+#include <set>
 #include <vector>
 
 #include "../config.hpp"
@@ -118,9 +125,10 @@ namespace detail {
 /// The compiled part of lower (lower.ipp): the passes, then the lowering of the trace.
 XQ_DECL integer_model lower_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
                                   const lower_options& o);
+/// `constants`: values the forward code made without the input (constant_values).
 XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                   const variable_state* output, const std::vector<std::size_t>& sample_shape,
-                                  const lower_options& o);
+                                  const lower_options& o, const std::set<const variable_state*>& constants = {});
 
 }  // namespace detail
 

@@ -7,6 +7,7 @@
 /// for their walks once, in the library, not in every translation unit (issue 12's rule).
 
 #include <cstddef>
+#include <set>
 #include <vector>
 
 #include "../config.hpp"
@@ -42,6 +43,15 @@ XQ_DECL void build_and_describe(const model_access& m, const std::vector<std::si
 /// The same inference pass while the caller's trace is active.
 XQ_DECL void traced_pass(const model_access& m, const std::vector<std::size_t>& sample_shape, var& input,
                          var& output);
+
+/// The values `trace` (a traced pass with input `input`) sees used but not made, that the
+/// model's forward code makes without its input: the position indices a transformer builds
+/// from the sample shape, say. Lowering and export fix them as constants. Found by a second
+/// pass on ones that records gradients from its input: such a value needs no gradient there
+/// and has the first pass's value. Anything else no traced call made stays an error.
+XQ_DECL std::set<const variable_state*> constant_values(const model_access& m,
+                                                        const std::vector<std::size_t>& sample_shape,
+                                                        const graph_trace& trace, const variable_state* input);
 
 }  // namespace xq::deploy::detail
 

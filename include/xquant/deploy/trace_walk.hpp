@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,9 +45,23 @@ XQ_DECL std::array<std::size_t, 4> window_pads(const tensor::shape_type& s, std:
                                                std::array<std::size_t, 2> strides, std::array<std::size_t, 2> dilation,
                                                xq::padding p);
 
+/// The QDQ sites of input `k` of a layer (a merge, or a twin with a site per input, has
+/// one per input).
+inline const site_quantizers* input_sites(const layer_info& i, std::size_t k) {
+  if (i.what == layer_info::kind::merge || !i.inputs.empty()) return k < i.inputs.size() ? i.inputs[k] : nullptr;
+  return k == 0 ? i.input : nullptr;
+}
+
+/// A function layer's integer arguments as function_op (function_op.hpp) takes them: axes
+/// non-negative (of the traced input's rank), a slice's end where the layer says "to the
+/// end". argument_error naming the layer for an axis outside the input.
+XQ_DECL std::vector<std::int64_t> function_arguments(const layer_info& info, const traced_call& c);
+
 class trace_walk {
  public:
-  XQ_DECL trace_walk(const graph_trace& g, const layer_table& t);
+  /// `constants`: the values the forward code made without the input (model_access.hpp's
+  /// constant_values), which lowering and export fix.
+  XQ_DECL trace_walk(const graph_trace& g, const layer_table& t, std::set<const variable_state*> constants = {});
 
  protected:
   /// The layer's info (null for a function or a layer the table does not know).
@@ -61,6 +77,7 @@ class trace_walk {
 
   const graph_trace& g_;
   const layer_table& t_;
+  std::set<const variable_state*> fixed_values_;  ///< values made without the input (constant_values)
   std::vector<std::size_t> occurrence_;  ///< per call: how many calls of its path came before
 };
 

@@ -40,13 +40,13 @@ XQ_DECL void throw_unreachable_layer(const reachable_layers& check, const void* 
 XQ_DECL void trace_layer_call(const std::string& path, std::string type, layer_role role,
                               const std::vector<var>& inputs, const var& output) {
   if (graph_trace* t = graph_trace::current())
-    t->record(traced_call{path, std::move(type), role, false, {}, nullptr}, inputs, output);
+    t->record(traced_call{path, std::move(type), role, false, {}, nullptr, {}}, inputs, output);
 }
 
 XQ_DECL void trace_function_call(const char* name, layer_role role, const std::vector<var>& inputs,
-                                 const var& output) {
+                                 const var& output, std::vector<std::int64_t> attributes) {
   if (graph_trace* t = graph_trace::current())
-    t->record(traced_call{"", name, role, true, {}, nullptr}, inputs, output);
+    t->record(traced_call{"", name, role, true, {}, nullptr, std::move(attributes)}, inputs, output);
 }
 
 XQ_DECL var run_unary_leaf_call(const void* object, const std::string& path, std::string (*type)(), layer_role role,

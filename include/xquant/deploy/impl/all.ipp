@@ -5,6 +5,7 @@
 #include "binary_gemm.ipp"
 #include "engine_kernels.ipp"
 #include "export_onnx.ipp"
+#include "function_op.ipp"
 #include "integer_gemm.ipp"
 #include "integer_model.ipp"
 #include "integer_model_file.ipp"

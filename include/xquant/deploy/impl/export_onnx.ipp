@@ -16,6 +16,7 @@
 #include "../../kernels/channel_layout.hpp"
 #include "../../kernels/padding.hpp"
 #include "../export_onnx.hpp"
+#include "../function_op.hpp"
 #include "../trace_walk.hpp"
 
 namespace xq::deploy::detail {
@@ -57,7 +58,9 @@ inline bool has_16_bit_activations(const layer_table& t) {
 class exporter : trace_walk {
  public:
   /// `o.opset` is the one to write (13, or 19 and later).
-  exporter(const graph_trace& g, const layer_table& t, const export_options& o) : trace_walk(g, t), o_(o) {
+  exporter(const graph_trace& g, const layer_table& t, const export_options& o,
+           const std::set<const variable_state*>& constants)
+      : trace_walk(g, t, constants), o_(o) {
     if (o.opset != 13 && o.opset < 19)
       throw argument_error("export_onnx", "opset 0 (automatic), 13, or 19 and later", xq::detail::concat(o.opset));
     for (const auto& kv : t)  // layers per kernel parameter: more than one is a tied weight
@@ -94,12 +97,15 @@ class exporter : trace_walk {
  private:
   // --- values ----------------------------------------------------------------------
 
-  onnx_value value(const variable_state* s, const std::string& who) const {
+  onnx_value value(const variable_state* s, const std::string& who) {
     const auto it = values_.find(s);
-    if (it == values_.end())
+    if (it != values_.end()) return it->second;
+    if (!fixed_values_.count(s))
       throw argument_error(who, "an input made by a layer or an xq::ops function with a layer form",
                            "a value computed by code the trace does not see (write it as a layer)");
-    return it->second;
+    const std::string name = add_initializer(ox::tensor_data::float32(
+        "constant", dims64(s->value.shape()), std::vector<float>(s->value.begin(), s->value.end())));
+    return values_[s] = onnx_value{name, s->value.dimension(), false};
   }
 
   std::string fresh(const std::string& base) {
@@ -255,6 +261,7 @@ class exporter : trace_walk {
     if (!info || info->what == layer_info::kind::linear) return;
     if (const fake_quantizer* q = site_quantizer(info->output, i)) {
       onnx_value& v = values_.at(c.output);
+      v = to_nchw(v);  // exposed spatial tensors are NCHW
       v.name = qdq(v.name, *q, c.path + " output", c.output->value.shape());
     }
   }
@@ -269,9 +276,11 @@ class exporter : trace_walk {
       }
       if (c.type == "add" || c.type == "multiply" || c.type == "concatenate")
         return export_merge(i, c.type, concat_axis_of(c), {}, c.type);
+      if (function_op::known(c.type)) return export_function(i, c.type, c.attributes, nullptr);
       throw argument_error("xq::ops::" + c.type,
-                           "a function with an ONNX form (relu, relu6, sigmoid, tanh, swish, softmax, add, multiply, "
-                           "concatenate; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
+                           "a function with an ONNX form (relu, relu6, sigmoid, tanh, swish, softmax, gelu, add, "
+                           "multiply, concatenate, broadcast_add, subtract, broadcast_multiply, matmul, slice, split, "
+                           "transpose, attend; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
                            "xq::ops::" + c.type);
     }
     const layer_info* info = info_of(c);
@@ -283,6 +292,8 @@ class exporter : trace_walk {
                            "a " + c.type + " layer" + why_no_integer_form(c.type));
     if (info->what == layer_info::kind::merge) return export_merge(i, info->function, info->axis, info->inputs, c.path);
     if (info->what == layer_info::kind::embedding) return export_embedding(i, *info);
+    if (info->what == layer_info::kind::function)
+      return export_function(i, info->function, function_arguments(*info, c), info);
     onnx_value v = value(c.inputs.at(0), c.describe());
     if (info->what != layer_info::kind::linear)
       if (const fake_quantizer* q = site_quantizer(info->input, i)) {
@@ -375,6 +386,7 @@ class exporter : trace_walk {
       case layer_info::kind::linear: export_linear(i, *info, v); return;
       case layer_info::kind::merge:
       case layer_info::kind::embedding:
+      case layer_info::kind::function:
       case layer_info::kind::none: break;
     }
   }
@@ -431,6 +443,243 @@ class exporter : trace_walk {
         out.name = node(op, {out.name, in[k].name}, k + 1 == in.size() ? name : name + "/partial");
     }
     values_[c.output] = out;
+  }
+
+  std::string int64s(const std::string& name, const std::vector<std::int64_t>& v) {
+    return add_initializer(ox::tensor_data::int64(name, {std::int64_t(v.size())}, v));
+  }
+
+  /// ReduceMean over `axes`, keeping them: an attribute to opset 17, an input from 18.
+  std::string reduce_mean(const std::string& x, const std::vector<std::int64_t>& axes, const std::string& name) {
+    if (o_.opset >= 18)
+      return node("ReduceMean", {x, int64s(name + "/axes", axes)}, name, {ox::int_attribute("keepdims", 1)});
+    return node("ReduceMean", {x}, name, {ox::ints_attribute("axes", axes), ox::int_attribute("keepdims", 1)});
+  }
+
+  /// (B, T, H*d) -> (B, H, T, d), or (B, H, d, T) with `keys_last`: one head per slice.
+  std::string split_heads(const std::string& x, const tensor::shape_type& s, std::size_t heads, bool keys_last,
+                          const std::string& name) {
+    const std::string shape = int64s(name + "/heads_shape", {0, std::int64_t(s[1]), std::int64_t(heads),
+                                                             std::int64_t(s[2] / heads)});
+    const std::string r = node("Reshape", {x, shape}, name + "/heads");
+    return node("Transpose", {r}, name + "/per_head",
+                {ox::ints_attribute("perm", keys_last ? std::vector<std::int64_t>{0, 2, 3, 1}
+                                                      : std::vector<std::int64_t>{0, 2, 1, 3})});
+  }
+
+  /// A layer or function the integer engine computes with xquant's own function
+  /// (function_op.hpp), in standard operators: each input through its own QDQ site (if
+  /// on); the spatial ones (padding, cropping, upsampling, the transposed convolution)
+  /// NCHW, the rest in xquant's layout.
+  void export_function(std::size_t i, const std::string& f, const std::vector<std::int64_t>& a, const layer_info* info) {
+    const traced_call& c = g_.calls()[i];
+    const std::string name = info ? c.path : fresh("ops/" + f);
+    const bool spatial = f == "zero_padding2d" || f == "cropping2d" || f == "upsampling2d" || f == "conv2d_transpose";
+    std::vector<onnx_value> in;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      onnx_value v = value(c.inputs[k], c.describe());
+      if (info)
+        if (const fake_quantizer* q = site_quantizer(input_sites(*info, k), i)) {
+          v = to_nchw(v);  // exposed spatial tensors are NCHW
+          v.name = qdq(v.name, *q, input_label(i, k), c.inputs[k]->value.shape());
+        }
+      // Elementwise functions take either layout (both inputs alike for the broadcasting ones).
+      if (f != "gelu") v = spatial ? to_nchw(v) : to_nhwc(v);
+      in.push_back(v);
+    }
+    const auto& s = c.inputs.at(0)->value.shape();
+    const auto& out_shape = c.output->value.shape();
+    onnx_value out{"", out_shape.size(), spatial && out_shape.size() == 4};
+    const std::string& x = in.at(0).name;
+    if (f == "zero_padding2d") {
+      const std::string pads = int64s(name + "/pads", {0, 0, a[0], a[2], 0, 0, a[1], a[3]});
+      out.name = node("Pad", {x, pads, constant(0.0f)}, name, {ox::string_attribute("mode", "constant")});
+    } else if (f == "cropping2d") {
+      out.name = node("Slice", {x, int64s(name + "/starts", {a[0], a[2]}),
+                                int64s(name + "/ends", {std::int64_t(s[1]) - a[1], std::int64_t(s[2]) - a[3]}),
+                                int64s(name + "/axes", {2, 3})}, name);
+    } else if (f == "slice") {
+      out.name = node("Slice", {x, int64s(name + "/starts", {a[1]}), int64s(name + "/ends", {a[2]}),
+                                int64s(name + "/axes", {a[0]})}, name);
+    } else if (f == "upsampling2d") {
+      // Keras's nearest repeats each pixel: source floor(i / size), ONNX's asymmetric + floor.
+      // Its bilinear is tf.image.resize's: half-pixel centres, clamped at the borders.
+      const std::string scales = add_initializer(ox::tensor_data::float32(
+          name + "/scales", {4}, {1.0f, 1.0f, float(a[0]), float(a[1])}));
+      std::vector<ox::attribute> attrs;
+      if (a[2]) {
+        attrs = {ox::string_attribute("mode", "linear"), ox::string_attribute("coordinate_transformation_mode", "half_pixel")};
+      } else {
+        attrs = {ox::string_attribute("mode", "nearest"), ox::string_attribute("coordinate_transformation_mode", "asymmetric"),
+                 ox::string_attribute("nearest_mode", "floor")};
+      }
+      out.name = node("Resize", {x, "", scales}, name, attrs);
+    } else if (f == "transpose") {
+      out.name = node("Transpose", {x}, name, {ox::ints_attribute("perm", a)});
+    } else if (f == "gelu") {
+      // xquant's (and TF's) order: 0.5 * x * (1 + erf(x / sqrt 2)), or with
+      // tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)).
+      out = in[0];
+      const std::string half = node("Mul", {x, constant(0.5f)}, name + "/half");
+      std::string inner;
+      if (a[0]) {
+        const std::string cube = node("Mul", {node("Mul", {x, x}, name + "/square"), x}, name + "/cube");
+        const std::string sum = node("Add", {x, node("Mul", {cube, constant(0.044715f)}, name + "/cubic")}, name + "/sum");
+        inner = node("Tanh", {node("Mul", {sum, constant(0.7978845608028654f)}, name + "/scaled")}, name + "/tanh");
+      } else {
+        inner = node("Erf", {node("Mul", {x, constant(0.7071067811865476f)}, name + "/scaled")}, name + "/erf");
+      }
+      out.name = node("Mul", {half, node("Add", {inner, constant(1.0f)}, name + "/one_plus")}, name);
+    } else if (f == "layer_norm") {
+      // (x - mean) / sqrt(variance + epsilon) * gamma + beta, the biased variance over the axes.
+      const std::string mean = reduce_mean(x, a, name + "/mean");
+      const std::string centred = node("Sub", {x, mean}, name + "/centred");
+      const std::string variance = reduce_mean(node("Mul", {centred, centred}, name + "/squared"), a, name + "/variance");
+      const std::string root = node("Sqrt", {node("Add", {variance, constant(info->floats.at(0))}, name + "/eps")}, name + "/std");
+      std::string y = node("Div", {centred, root}, name + "/normalized");
+      // gamma and beta (the normalized axes' shape) broadcast from the right: 1 elsewhere.
+      std::vector<std::int64_t> dims;
+      for (std::size_t d = 1; d < s.size(); ++d)
+        dims.push_back(std::find(a.begin(), a.end(), std::int64_t(d)) != a.end() ? std::int64_t(s[d]) : 1);
+      const tensor& gamma = info->tensors.at(0);
+      const tensor& beta = info->tensors.at(1);
+      if (gamma.size())
+        y = node("Mul", {y, add_initializer(ox::tensor_data::float32(name + "/gamma", dims, std::vector<float>(gamma.begin(), gamma.end())))},
+                 beta.size() ? name + "/scaled" : name);
+      if (beta.size())
+        y = node("Add", {y, add_initializer(ox::tensor_data::float32(name + "/beta", dims, std::vector<float>(beta.begin(), beta.end())))}, name);
+      out.name = y;
+    } else if (f == "broadcast_add" || f == "subtract" || f == "broadcast_multiply") {
+      const char* op = f == "broadcast_add" ? "Add" : f == "subtract" ? "Sub" : "Mul";
+      out.name = node(op, {x, in.at(1).name}, name);
+    } else if (f == "matmul") {
+      auto transposed = [&](const onnx_value& v, const std::string& n) {
+        std::vector<std::int64_t> perm;
+        for (std::size_t d = 0; d < v.rank; ++d) perm.push_back(std::int64_t(d));
+        std::swap(perm[v.rank - 1], perm[v.rank - 2]);
+        return node("Transpose", {v.name}, n, {ox::ints_attribute("perm", perm)});
+      };
+      const std::string lhs = a[0] ? transposed(in[0], name + "/a_transposed") : in[0].name;
+      const std::string rhs = a[1] ? transposed(in[1], name + "/b_transposed") : in[1].name;
+      out.name = node("MatMul", {lhs, rhs}, name);
+    } else if (f == "attention_probabilities") {
+      // Keras: the query scaled by 1 / sqrt(d), times the keys; masked scores -1e9; softmax.
+      const std::size_t heads = std::size_t(a[0]), d = s[2] / heads;
+      const auto& ks = c.inputs.at(1)->value.shape();
+      const std::string q = node("Mul", {split_heads(x, s, heads, false, name + "/query"),
+                                         constant(float(1.0 / std::sqrt(double(d))))}, name + "/query/scaled");
+      std::string scores = node("MatMul", {q, split_heads(in[1].name, ks, heads, true, name + "/key")}, name + "/scores");
+      const std::int64_t tq = std::int64_t(s[1]), tk = std::int64_t(ks[1]);
+      std::string keep;
+      if (a[1]) {  // causal: key j <= query i
+        std::vector<float> lower(std::size_t(tq * tk));
+        for (std::int64_t r = 0; r < tq; ++r)
+          for (std::int64_t k = 0; k < tk; ++k) lower[std::size_t(r * tk + k)] = k <= r ? 1.0f : 0.0f;
+        keep = add_initializer(ox::tensor_data::float32(name + "/causal", {tq, tk}, lower));
+      }
+      if (in.size() > 2) {  // a mask (B, Tq, Tk): nonzero keeps, one for every head
+        const std::string nonzero = node("Not", {node("Equal", {in[2].name, constant(0.0f)}, name + "/mask_zero")}, name + "/mask_keep");
+        std::string m = node("Cast", {nonzero}, name + "/mask_float", {ox::int_attribute("to", 1)});  // FLOAT
+        m = node("Unsqueeze", {m, int64s(name + "/head_axis", {1})}, name + "/mask_heads");
+        keep = keep.empty() ? m : node("Mul", {m, keep}, name + "/keep");
+      }
+      if (!keep.empty()) {
+        const std::string fill = node("Mul", {node("Sub", {constant(1.0f), keep}, name + "/dropped"), constant(-1e9f)}, name + "/fill");
+        scores = node("Add", {node("Mul", {scores, keep}, name + "/kept"), fill}, name + "/masked");
+      }
+      out.name = node("Softmax", {scores}, name, {ox::int_attribute("axis", -1)});
+    } else if (f == "attend") {
+      // p (B, H, Tq, Tk) times the values per head, heads merged back: (B, Tq, H*V).
+      const auto& ps = s;
+      const auto& vs = c.inputs.at(1)->value.shape();
+      const std::size_t heads = ps[1];
+      const std::string context = node("MatMul", {x, split_heads(in[1].name, vs, heads, false, name + "/value")}, name + "/context");
+      const std::string merged = node("Transpose", {context}, name + "/merged", {ox::ints_attribute("perm", {0, 2, 1, 3})});
+      out.name = node("Reshape", {merged, int64s(name + "/shape", {0, std::int64_t(ps[2]), std::int64_t(vs[2])})}, name);
+    } else if (f == "conv2d_transpose") {
+      out.name = conv_transpose(i, *info, a, x);
+    } else {
+      throw argument_error(name, "a function with an ONNX form", f);
+    }
+    values_[c.output] = out;
+  }
+
+  /// ConvTranspose: the adjoint of the convolution with the same pads (kernel (C, F, KH, KW)),
+  /// output_padding to Keras's size; the kernel the simulation quantized as the kernel's
+  /// integers + DequantizeLinear (float + Q + DQ in NVIDIA's layout), its bias in float.
+  std::string conv_transpose(std::size_t i, const layer_info& info, const std::vector<std::int64_t>& a, const std::string& x) {
+    const traced_call& c = g_.calls()[i];
+    const tensor& kernel = info.tensors.at(0);
+    const auto& ks = kernel.shape();
+    const std::size_t kh = ks[0], kw = ks[1], f = ks[2], ch = ks[3];
+    auto onnx_order = [&](auto values) {  // (KH, KW, F, C) -> (C, F, KH, KW)
+      decltype(values) o(values.size());
+      for (std::size_t u = 0; u < kh; ++u)
+        for (std::size_t v = 0; v < kw; ++v)
+          for (std::size_t p = 0; p < f; ++p)
+            for (std::size_t q = 0; q < ch; ++q) o[((q * f + p) * kh + u) * kw + v] = values[((u * kw + v) * f + p) * ch + q];
+      return o;
+    };
+    const std::vector<std::int64_t> wdims{std::int64_t(ch), std::int64_t(f), std::int64_t(kh), std::int64_t(kw)};
+    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
+    const std::string wname = c.path + "/kernel";
+    std::string weight;
+    if (!wq) {
+      weight = add_initializer(ox::tensor_data::float32(wname, wdims, onnx_order(std::vector<float>(kernel.begin(), kernel.end()))));
+    } else {
+      const kernels::channel_layout wl =
+          wq->config().per_channel ? kernels::channel_layout::of(ks, wq->config().channel_axis, wq->path().c_str())
+                                   : kernels::channel_layout{1, 1, kernel.size()};
+      const quantization_grid wg = wq->grid(wl.channels);
+      note_quantizer(*wq, wg);
+      const std::int32_t offset = int8_offset(wg, wq->path());
+      const bool per_channel = wg.per_channel && wg.channels() > 1;
+      std::vector<std::int64_t> sdims;
+      std::vector<ox::attribute> axis_attr;
+      if (per_channel) {
+        const long k_axis = wq->config().channel_axis < 0 ? wq->config().channel_axis + 4 : wq->config().channel_axis;
+        const std::int64_t onnx_axis = k_axis == 0 ? 2 : k_axis == 1 ? 3 : k_axis == 2 ? 1 : 0;
+        sdims = {std::int64_t(wg.channels())};
+        axis_attr.push_back(ox::int_attribute("axis", onnx_axis));
+      }
+      std::vector<float> scales = wg.scale;
+      std::vector<std::int8_t> zps;
+      for (std::int32_t z : wg.zero_point) zps.push_back(std::int8_t(z + offset));
+      if (!per_channel) scales.resize(1), zps.resize(1);
+      const std::string sc = add_initializer(ox::tensor_data::float32(wname + "/scale", sdims, scales));
+      const std::string zp = add_initializer(ox::tensor_data::int8(wname + "/zero_point", sdims, zps));
+      if (o_.weight_layout == onnx_weight_layout::int8_weights) {
+        const std::vector<std::int32_t> q = wq->integers(kernel);
+        std::vector<std::int8_t> q8(q.size());
+        for (std::size_t e = 0; e < q.size(); ++e) q8[e] = std::int8_t(q[e] + offset);
+        weight = add_initializer(ox::tensor_data::int8(wname, wdims, onnx_order(q8)));
+      } else {
+        if (!wg.symmetric() || offset)
+          throw argument_error(wq->path(), "a symmetric kernel grid (zero point 0) for the float_qdq layout", describe(wg));
+        weight = add_initializer(ox::tensor_data::float32(wname, wdims, onnx_order(std::vector<float>(kernel.begin(), kernel.end()))));
+        weight = node("QuantizeLinear", {weight, sc, zp}, wname + "/q", axis_attr);
+      }
+      weight = node("DequantizeLinear", {weight, sc, zp}, wname + "/dq", axis_attr);
+    }
+    const auto& s = c.inputs.at(0)->value.shape();
+    const auto& y = c.output->value.shape();
+    const std::array<std::size_t, 2> strides{std::size_t(a[0]), std::size_t(a[1])}, dilation{std::size_t(a[2]), std::size_t(a[3])};
+    const auto pads = window_pads(y, {kh, kw}, strides, dilation, a[4] ? xq::padding::same : xq::padding::valid);
+    std::vector<std::int64_t> output_padding(2);
+    for (std::size_t d = 0; d < 2; ++d) {
+      const std::size_t k = d ? kw : kh;
+      const std::int64_t natural = std::int64_t(strides[d] * (s[1 + d] - 1) + (k - 1) * dilation[d] + 1) -
+                                   std::int64_t(pads[d] + pads[d + 2]);
+      output_padding[d] = std::int64_t(y[1 + d]) - natural;
+    }
+    std::vector<std::string> inputs{x, weight};
+    const tensor& bias = info.tensors.at(1);
+    if (bias.size())
+      inputs.push_back(add_initializer(ox::tensor_data::float32(c.path + "/bias", {std::int64_t(f)}, std::vector<float>(bias.begin(), bias.end()))));
+    return node("ConvTranspose", inputs, c.path,
+                {ox::ints_attribute("kernel_shape", {std::int64_t(kh), std::int64_t(kw)}),
+                 ox::ints_attribute("strides", {a[0], a[1]}), ox::ints_attribute("dilations", {a[2], a[3]}),
+                 ox::ints_attribute("pads", onnx_pads(pads)), ox::ints_attribute("output_padding", output_padding)});
   }
 
   /// An embedding: Gather of the table (its kernel quantizer's integers + DequantizeLinear,
@@ -803,16 +1052,17 @@ XQ_DECL onnx::model export_model(const model_access& m, const std::vector<std::s
   graph_trace trace;
   var input, output;
   traced_pass(m, sample_shape, input, output);
-  return export_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+  const auto constants = constant_values(m, sample_shape, trace, input.state().get());
+  return export_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o, constants);
 }
 
 XQ_DECL onnx::model export_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
-                                 const export_options& o) {
+                                 const export_options& o, const std::set<const variable_state*>& constants) {
   // Automatic (opset 0): 13 unless an activation grid needs 16-bit QuantizeLinear (21).
   export_options chosen = o;
   if (!chosen.opset) chosen.opset = has_16_bit_activations(table) ? 21 : 13;
-  return exporter(trace, table, chosen).run(input, output, sample_shape);
+  return exporter(trace, table, chosen, constants).run(input, output, sample_shape);
 }
 
 }  // namespace xq::deploy::detail

@@ -18,6 +18,7 @@
 #include "../../core/error.hpp"
 #include "../../io/atomic_file.hpp"
 #include "../../io/checkpoint_format.hpp"
+#include "../function_op.hpp"
 #include "../integer_model_file.hpp"
 
 namespace xq::deploy {
@@ -152,6 +153,23 @@ inline json encode_op(const lowered_op& op) {
     j["padding"] = f->padding;
     j["keepdims"] = f->keepdims;
     j["alpha"] = double(f->alpha);
+  } else if (auto* fn = dynamic_cast<const function_op*>(&op)) {
+    j["function"] = fn->function;
+    json ints = json::array();
+    for (std::int64_t v : fn->ints) ints.push_back(v);
+    j["ints"] = std::move(ints);
+    j["floats"] = bytes_of(fn->floats);
+    json tensors = json::array();
+    for (const tensor& t : fn->tensors) {
+      json e = json::object();
+      e["shape"] = sizes(std::vector<std::size_t>(t.shape().begin(), t.shape().end()));
+      e["data"] = bytes_of(floats_of(t));
+      tensors.push_back(std::move(e));
+    }
+    j["tensors"] = std::move(tensors);
+  } else if (auto* k = dynamic_cast<const constant_op*>(&op)) {
+    j["shape"] = sizes(std::vector<std::size_t>(k->value.shape().begin(), k->value.shape().end()));
+    j["value"] = bytes_of(floats_of(k->value));
   } else if (auto* cat = dynamic_cast<const concatenate_op*>(&op)) {
     j["axis"] = static_cast<std::uint64_t>(cat->axis);
   } else if (auto* ad = dynamic_cast<const integer_add_op*>(&op)) {
@@ -458,6 +476,44 @@ inline std::unique_ptr<lowered_op> decode_op(const reader& r, const json& j, con
       op->alpha = float(r.number(j, "alpha", at));
       return op;
     }
+    // A tensor stored as {shape, data}: at most 2^28 elements, the data exactly that many floats.
+    auto stored_tensor = [&](const json& e, const std::string& where) {
+      const auto shape = r.sizes(e, "shape", where, 0, 1u << 28);
+      std::size_t n = 1;
+      for (std::size_t d : shape) {
+        n *= d;
+        if (n > (1u << 28)) r.fail(where + ".shape", "expected at most 2^28 elements");
+      }
+      const auto data = r.numbers<float>(e, "data", where, shape.empty() ? 1 : n);
+      tensor t = tensor::from_shape(shape);
+      std::copy(data.begin(), data.end(), t.begin());
+      return t;
+    };
+    if (function_op::known(kind)) {
+      auto op = std::make_unique<function_op>();
+      op->function = r.text(j, "function", at);
+      if (op->function != kind) fail("expected \"function\": \"" + kind + "\"");
+      const json& ints = r.field(j, "ints", at);
+      if (!ints.is_array() || ints.size() > 16) fail("expected a list of at most 16 integers in \"ints\"");
+      for (const json& e : ints) {
+        if (!e.is_number_integer()) fail("expected integers in \"ints\"");
+        op->ints.push_back(e.get<std::int64_t>());
+      }
+      op->floats = r.numbers<float>(j, "floats", at);
+      const json& tensors = r.field(j, "tensors", at);
+      if (!tensors.is_array() || tensors.size() > 4) fail("expected a list of at most 4 tensors in \"tensors\"");
+      for (std::size_t k = 0; k < tensors.size(); ++k)
+        op->tensors.push_back(stored_tensor(tensors[k], at + ".tensors[" + std::to_string(k) + "]"));
+      return op;
+    }
+    if (kind == "constant") {
+      auto op = std::make_unique<constant_op>();
+      json e = json::object();
+      e["shape"] = r.field(j, "shape", at);
+      e["data"] = r.field(j, "value", at);
+      op->value = stored_tensor(e, at);
+      return op;
+    }
     if (kind == "concatenate") {
       auto op = std::make_unique<concatenate_op>();
       op->axis = r.count(j, "axis", at, 16);
@@ -602,8 +658,17 @@ XQ_DECL integer_model decode_integer_model(const std::uint8_t* data, std::size_t
                        dynamic_cast<const integer_multiply_op*>(op.get()) ||
                        (dynamic_cast<const real_function_op*>(op.get()) &&
                         (std::string(op->kind()) == "add" || std::string(op->kind()) == "multiply"));
-    if (merge ? op->inputs.empty() : op->inputs.size() != 1)
+    if (auto* fn = dynamic_cast<const function_op*>(op.get())) {
+      try {
+        fn->validate();  // its inputs and arguments, by function
+      } catch (const argument_error& e) {
+        r.fail(at, e.what());
+      }
+    } else if (dynamic_cast<const constant_op*>(op.get())) {
+      if (!op->inputs.empty()) r.fail(at + ".inputs", "expected no inputs (a constant)");
+    } else if (merge ? op->inputs.empty() : op->inputs.size() != 1) {
       r.fail(at + ".inputs", merge ? "expected at least one input" : "expected one input");
+    }
     for (std::size_t v : op->inputs)
       if (v >= m.value_count || !defined[v])
         r.fail(at + ".inputs", xq::detail::concat("tensor %", v, " is not computed before this op"));

@@ -4,22 +4,31 @@
 
 #include "../../layers/activation.hpp"
 #include "../../layers/add.hpp"
+#include "../../layers/attention.hpp"
 #include "../../layers/average_pool2d.hpp"
 #include "../../layers/batch_norm.hpp"
+#include "../../layers/broadcasting.hpp"
 #include "../../layers/concatenate.hpp"
 #include "../../layers/conv2d.hpp"
+#include "../../layers/conv2d_transpose.hpp"
+#include "../../layers/cropping2d.hpp"
 #include "../../layers/dense.hpp"
 #include "../../layers/depthwise_conv2d.hpp"
 #include "../../layers/dropout.hpp"
 #include "../../layers/embedding.hpp"
 #include "../../layers/flatten.hpp"
+#include "../../layers/gelu.hpp"
 #include "../../layers/global_average_pool2d.hpp"
 #include "../../layers/global_max_pool2d.hpp"
+#include "../../layers/layer_norm.hpp"
 #include "../../layers/max_pool2d.hpp"
 #include "../../layers/multiply.hpp"
 #include "../../layers/reshape.hpp"
+#include "../../layers/slicing.hpp"
 #include "../../layers/tied_dense.hpp"
 #include "../../layers/tied_projection.hpp"
+#include "../../layers/upsampling2d.hpp"
+#include "../../layers/zero_padding2d.hpp"
 #include "../../wrappers/quantized_batch_norm.hpp"
 #include "../layer_info.hpp"
 
@@ -157,13 +166,63 @@ XQ_DECL void describe_float(const tied_dense& l, layer_info& i) {
   i.kernel_id = l.kernel().get();
 }
 
+inline void describe_function(layer_info& i, const char* function, std::vector<std::int64_t> ints) {
+  i.what = layer_info::kind::function;
+  i.function = function;
+  i.ints = std::move(ints);
+}
+
+XQ_DECL void describe_float(const zero_padding2d& l, layer_info& i) {
+  const image_margins& m = l.padding();
+  describe_function(i, "zero_padding2d", {std::int64_t(m.rows[0]), std::int64_t(m.rows[1]), std::int64_t(m.cols[0]),
+                                          std::int64_t(m.cols[1])});
+}
+
+XQ_DECL void describe_float(const cropping2d& l, layer_info& i) {
+  const image_margins& m = l.cropping();
+  describe_function(i, "cropping2d", {std::int64_t(m.rows[0]), std::int64_t(m.rows[1]), std::int64_t(m.cols[0]),
+                                      std::int64_t(m.cols[1])});
+}
+
+XQ_DECL void describe_float(const slice& l, layer_info& i) {
+  describe_function(i, "slice", {std::int64_t(l.axis()), std::int64_t(l.begin()),
+                                 l.end() == to_end ? std::int64_t(-1) : std::int64_t(l.end())});
+}
+
+XQ_DECL void describe_float(const upsampling2d& l, layer_info& i) {
+  describe_function(i, "upsampling2d", {std::int64_t(l.size_h()), std::int64_t(l.size_w()),
+                                        l.mode() == interpolation::bilinear ? 1 : 0});
+}
+
+XQ_DECL void describe_float(const gelu& l, layer_info& i) { describe_function(i, "gelu", {l.approximate() ? 1 : 0}); }
+
+XQ_DECL void describe_float(const layer_norm& l, layer_info& i) {
+  describe_function(i, "layer_norm", std::vector<std::int64_t>(l.axes().begin(), l.axes().end()));
+  i.floats = {l.epsilon()};
+  i.tensors = {value_or_empty(l.scale() ? l.gamma() : nullptr), value_or_empty(l.center() ? l.beta() : nullptr)};
+}
+
+XQ_DECL void describe_float(const subtract&, layer_info& i) { describe_function(i, "subtract", {}); }
+
+XQ_DECL void describe_float(const attention_scores& l, layer_info& i) {
+  describe_function(i, "attention_probabilities", {std::int64_t(l.num_heads()), l.causal() ? 1 : 0});
+}
+
+XQ_DECL void describe_float(const conv2d_transpose& l, layer_info& i) {
+  const conv2d_geometry& g = l.geometry();
+  describe_function(i, "conv2d_transpose", {std::int64_t(g.strides[0]), std::int64_t(g.strides[1]),
+                                            std::int64_t(g.dilation[0]), std::int64_t(g.dilation[1]),
+                                            g.padding == xq::padding::same ? 1 : 0});
+  i.tensors = {value_or_empty(l.kernel()), value_or_empty(l.use_bias() ? l.bias() : nullptr)};
+  i.kernel_size = l.kernel_size();
+  i.geometry = g;
+}
+
 XQ_DECL std::string why_no_integer_form(const std::string& type) {
   if (type == "correlation")
     return " (ONNX has no correlation, or cost-volume, operator, and the integer engine has no kernel for it)";
-  // ONNX has these (Pad, Slice, Resize, Transpose, ConvTranspose, LayerNormalization, Gelu,
-  // MatMul, LSTM, GRU); xquant's lowering and export of them are still to be written.
-  for (const char* t : {"zero_padding2d", "cropping2d", "slice", "upsampling2d", "conv2d_transpose", "layer_norm",
-                        "gelu", "attention_scores", "lstm_recurrence", "gru_recurrence"})
+  // ONNX has LSTM and GRU; xquant's lowering and export of them are still to be written.
+  for (const char* t : {"lstm_recurrence", "gru_recurrence"})
     if (type == t) return " (ONNX has an operator for it; xquant does not lower or export it yet)";
   return "";
 }

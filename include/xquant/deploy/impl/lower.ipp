@@ -21,6 +21,7 @@
 #include "../../kernels/channel_layout.hpp"
 #include "../../kernels/padding.hpp"
 #include "../../wrappers/batch_norm_folding.hpp"
+#include "../function_op.hpp"
 #include "../lower.hpp"
 #include "../trace_walk.hpp"
 
@@ -33,7 +34,9 @@ inline bool same_grid(const engine_tensor& meta, const quantization_grid& g) {
 
 class lowering : trace_walk {
  public:
-  lowering(const graph_trace& g, const layer_table& t, const lower_options& o) : trace_walk(g, t), o_(o) {
+  lowering(const graph_trace& g, const layer_table& t, const lower_options& o,
+           const std::set<const variable_state*>& constants)
+      : trace_walk(g, t, constants), o_(o) {
     model_.scheme = o.requant;
   }
 
@@ -85,12 +88,15 @@ class lowering : trace_walk {
     return meta_.size() - 1;
   }
 
-  std::size_t value(const variable_state* s, const std::string& who) const {
+  std::size_t value(const variable_state* s, const std::string& who) {
     const auto it = value_of_.find(s);
-    if (it == value_of_.end())
+    if (it != value_of_.end()) return it->second;
+    if (!fixed_values_.count(s))
       throw argument_error(who, "an input made by a layer or an xq::ops function with a layer form",
                            "a value computed by code the trace does not see (write it as a layer)");
-    return it->second;
+    auto op = std::make_unique<constant_op>();  // made without the input: fixed now
+    op->value = s->value;
+    return value_of_[s] = emit(std::move(op), who + " (constant)", {}, real_meta());
   }
 
   template <class Op>
@@ -172,7 +178,7 @@ class lowering : trace_walk {
   /// Whether an op passes a monotone rounding through unchanged and has no quantizer of its own
   /// (relu6 too: q(min(max(x, 0), 6)) = min(max(q(x), q(0)), q(6)), a clamp of the integers).
   bool commutes(const traced_call* c) const {
-    if (c->function) return c->type == "relu" || c->type == "relu6";
+    if (c->function) return c->type == "relu" || c->type == "relu6" || moves_elements(c->type, c->attributes);
     const layer_info* i = info_of(*c);
     return i && !site_quantizer(i->output, call_number(c)) && commutes_up_to_output(c);
   }
@@ -186,13 +192,8 @@ class lowering : trace_walk {
     return i->what == layer_info::kind::relu || i->what == layer_info::kind::identity ||
            i->what == layer_info::kind::flatten || i->what == layer_info::kind::reshape ||
            i->what == layer_info::kind::max_pool || i->what == layer_info::kind::global_max_pool ||
-           (i->what == layer_info::kind::activation && i->function == "relu6");
-  }
-
-  /// The QDQ sites of input `k` of a layer (a merge has one per input).
-  static const site_quantizers* input_sites(const layer_info& i, std::size_t k) {
-    if (i.what == layer_info::kind::merge) return k < i.inputs.size() ? i.inputs[k] : nullptr;
-    return k == 0 ? i.input : nullptr;
+           (i->what == layer_info::kind::activation && i->function == "relu6") ||
+           (i->what == layer_info::kind::function && moves_elements(i->function, i->ints));
   }
 
   /// The quantizer (met in this lowering) whose grid `meta` is on, or null.
@@ -266,9 +267,11 @@ class lowering : trace_walk {
         return lower_activation(i, where, c.type, 0.0f, value(c.inputs.at(0), c.describe()));
       if (c.type == "add" || c.type == "multiply" || c.type == "concatenate")
         return lower_merge(i, where, c.type, concat_axis_of(c), {});
+      if (function_op::known(c.type)) return lower_function(i, where, c.type, c.attributes, nullptr);
       throw argument_error(where,
-                           "a function the integer engine has (relu, relu6, sigmoid, tanh, swish, softmax, add, "
-                           "multiply, concatenate; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
+                           "a function the integer engine has (relu, relu6, sigmoid, tanh, swish, softmax, gelu, add, "
+                           "multiply, concatenate, broadcast_add, subtract, broadcast_multiply, matmul, slice, split, "
+                           "transpose, attend; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
                            "a call of xq::ops::" + c.type + " in the forward code");
     }
     const layer_info* info = info_of(c);
@@ -280,6 +283,8 @@ class lowering : trace_walk {
                            "a " + c.type + " layer" + why_no_integer_form(c.type));
     if (info->what == layer_info::kind::merge) return lower_merge(i, c.path, info->function, info->axis, info->inputs);
     if (info->what == layer_info::kind::embedding) return lower_embedding(i, *info);
+    if (info->what == layer_info::kind::function)
+      return lower_function(i, c.path, info->function, function_arguments(*info, c), info);
     std::size_t v = value(c.inputs.at(0), c.describe());
     // An opt-in input QDQ on a layer without weights (max pooling, a batch norm): round first.
     if (info->what != layer_info::kind::linear)
@@ -376,8 +381,44 @@ class lowering : trace_walk {
       case layer_info::kind::linear: lower_linear(i, *info, v); return;
       case layer_info::kind::merge:
       case layer_info::kind::embedding:
+      case layer_info::kind::function:
       case layer_info::kind::none: break;
     }
+  }
+
+  /// A layer or function the engine computes with xquant's own function (function_op):
+  /// each input first on its own QDQ site's grid (if it has one); a layout function moves
+  /// integers and keeps their grid, any other computes on the dequantized floats, as the
+  /// simulation does, and the next quantizer rounds. A kernel quantizer (conv2d_transpose)
+  /// gives the kernel the simulation multiplies by.
+  void lower_function(std::size_t i, const std::string& where, const std::string& function, std::vector<std::int64_t> ints,
+                      const layer_info* info) {
+    const traced_call& c = g_.calls()[i];
+    auto op = std::make_unique<function_op>();
+    op->function = function;
+    op->ints = std::move(ints);
+    const bool moves = op->moves_only();
+    std::vector<std::size_t> vs;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      std::size_t v = value(c.inputs[k], c.describe());
+      if (info)
+        if (const fake_quantizer* q = site_quantizer(input_sites(*info, k), i)) v = to_integer(v, *q, i, k);
+      if (!moves || meta_[v].kind != value_kind::integer) v = to_real(v, where);
+      vs.push_back(v);
+    }
+    if (info) {
+      op->floats = info->floats;
+      op->tensors = info->tensors;
+      const fake_quantizer* wq = info->weight && info->weight->enabled() ? info->weight : nullptr;
+      if (wq && !op->tensors.empty()) {
+        const xq::no_grad nothing_recorded;
+        op->tensors[0] = wq->fake_quantize(op->tensors[0]);
+      }
+    }
+    op->inputs = vs;
+    op->validate();
+    const engine_tensor m = moves ? meta_[vs.at(0)] : real_meta();
+    value_of_[c.output] = emit(std::move(op), where, vs, m);
   }
 
   /// concatenate's axis from the traced shapes (a function call does not record it): the
@@ -869,13 +910,14 @@ XQ_DECL integer_model lower_model(const model_access& m, const std::vector<std::
   graph_trace trace;
   var input, output;
   traced_pass(m, sample_shape, input, output);
-  return lower_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o);
+  const auto constants = constant_values(m, sample_shape, trace, input.state().get());
+  return lower_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o, constants);
 }
 
 XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
                                   const variable_state* output, const std::vector<std::size_t>& sample_shape,
-                                  const lower_options& o) {
-  lowering l(trace, table, o);
+                                  const lower_options& o, const std::set<const variable_state*>& constants) {
+  lowering l(trace, table, o, constants);
   l.model_output_ = output;
   return l.run(input, output, sample_shape);
 }

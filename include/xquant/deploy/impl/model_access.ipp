@@ -2,6 +2,8 @@
 /// \file model_access.ipp
 /// The deployment passes over a type-erased model (deploy/model_access.hpp).
 
+#include <algorithm>
+#include <set>
 #include <vector>
 
 #include "../../core/mode.hpp"
@@ -36,6 +38,40 @@ XQ_DECL void traced_pass(const model_access& m, const std::vector<std::size_t>& 
   const training_mode inference(false);
   input = var(xq::detail::zeros_tensor(batch_of_one(sample_shape)));
   output = m.call(m.model, input);
+}
+
+XQ_DECL std::set<const variable_state*> constant_values(const model_access& m,
+                                                        const std::vector<std::size_t>& sample_shape,
+                                                        const graph_trace& trace, const variable_state* input) {
+  std::set<const variable_state*> constants;
+  auto unmade = [&](const variable_state* s) { return s != input && !trace.producer(s); };
+  bool any = false;
+  for (const traced_call& c : trace.calls())
+    for (const variable_state* s : c.inputs) any = any || unmade(s);
+  if (!any) return constants;
+  graph_trace second;
+  {
+    const tape recorded;
+    const training_mode inference(false);
+    tensor ones = xq::detail::zeros_tensor(batch_of_one(sample_shape));
+    std::fill(ones.begin(), ones.end(), 1.0f);
+    const var x(std::move(ones), true);
+    m.call(m.model, x);
+  }
+  const auto& a = trace.calls();
+  const auto& b = second.calls();
+  if (a.size() != b.size()) return constants;  // forward code that depends on the input's values
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].type != b[i].type || a[i].path != b[i].path || a[i].inputs.size() != b[i].inputs.size()) return {};
+    for (std::size_t k = 0; k < a[i].inputs.size(); ++k) {
+      const variable_state* s = a[i].inputs[k];
+      const variable_state* t = b[i].inputs[k];
+      if (unmade(s) && !t->requires_grad && s->value.shape() == t->value.shape() &&
+          std::equal(s->value.begin(), s->value.end(), t->value.begin()))
+        constants.insert(s);
+    }
+  }
+  return constants;
 }
 
 }  // namespace xq::deploy::detail

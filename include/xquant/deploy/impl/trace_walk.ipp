@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "../../core/error.hpp"
@@ -61,7 +62,26 @@ XQ_DECL std::array<std::size_t, 4> window_pads(const tensor::shape_type& s, std:
   return {a.pad_before, b.pad_before, a.pad_after, b.pad_after};
 }
 
-XQ_DECL trace_walk::trace_walk(const graph_trace& g, const layer_table& t) : g_(g), t_(t) {
+XQ_DECL std::vector<std::int64_t> function_arguments(const layer_info& info, const traced_call& c) {
+  std::vector<std::int64_t> a = info.ints;
+  const std::int64_t rank = std::int64_t(c.inputs.at(0)->value.dimension());
+  auto axis = [&](std::int64_t x) {
+    const std::int64_t r = x < 0 ? x + rank : x;
+    if (r < 0 || r >= rank)
+      throw argument_error(c.path, xq::detail::concat("an axis of a rank-", rank, " input"), xq::detail::concat(x));
+    return r;
+  };
+  if (info.function == "slice") {
+    a[0] = axis(a[0]);
+    if (a[2] < 0) a[2] = std::int64_t(c.inputs[0]->value.shape()[std::size_t(a[0])]);
+  } else if (info.function == "layer_norm") {
+    for (std::int64_t& x : a) x = axis(x);
+  }
+  return a;
+}
+
+XQ_DECL trace_walk::trace_walk(const graph_trace& g, const layer_table& t, std::set<const variable_state*> constants)
+    : g_(g), t_(t), fixed_values_(std::move(constants)) {
   std::unordered_map<std::string, std::size_t> seen;
   for (const traced_call& c : g.calls()) occurrence_.push_back(c.function ? 0 : seen[c.path]++);
 }

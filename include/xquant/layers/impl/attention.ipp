@@ -3,8 +3,10 @@
 /// The attention ops' and attention_scores' code (layers/attention.hpp).
 
 #include <cmath>
+#include <cstdint>
 
 #include "../../core/error.hpp"
+#include "../../core/layer_call.hpp"
 #include "../activation.hpp"
 #include "../attention.hpp"
 #include "../broadcasting.hpp"
@@ -96,8 +98,13 @@ XQ_DECL var attend(const var& p, const var& v, const std::string& path) {
     throw shape_error(path, "probabilities (B, H, Tq, Tk) and values (B, Tk, H*V)",
                       detail::concat(detail::shape_string(p.shape()), " and ", detail::shape_string(v.shape())));
   const std::size_t batch = p.shape()[0], heads = p.shape()[1], tq = p.shape()[2];
-  const var context = matmul(p, detail::split_heads(v, heads, path), false, false, path);  // (B, H, Tq, V)
-  return detail::reshape_to(transpose(context, {0, 2, 1, 3}, path), {batch, tq, v.shape()[2]});
+  var y;
+  {
+    const detail::function_body_scope one_node;  // a trace sees attend, not its matmul and transposes
+    const var context = matmul(p, detail::split_heads(v, heads, path), false, false, path);  // (B, H, Tq, V)
+    y = detail::reshape_to(transpose(context, {0, 2, 1, 3}, path), {batch, tq, v.shape()[2]});
+  }
+  return detail::traced_function("attend", layer_role::other, {p, v}, std::move(y));
 }
 
 }  // namespace ops

@@ -19,21 +19,21 @@ XQ_DECL var gelu(const var& x, bool approximate) {
   constexpr float inv_sqrt2 = 0.7071067811865476f, sqrt_2_over_pi = 0.7978845608028654f, cubic = 0.044715f;
   constexpr float inv_sqrt_pi = 0.5641895835477563f;  // 1 / sqrt(pi): d erf(u) / du = 2 / sqrt(pi) exp(-u^2)
   if (!approximate)
-    return detail::traced_function("gelu", layer_role::activation, x, detail::elementwise_from_input(
+    return detail::traced_function("gelu", layer_role::activation, {x}, detail::elementwise_from_input(
         x, [=](float v) { return 0.5f * v * (1.0f + std::erf(v * inv_sqrt2)); },
         [=](float v, float d) {
           const float u = v * inv_sqrt2;
           const float cdf = 0.5f * (1.0f + std::erf(u));
           const float pdf_term = v * inv_sqrt_pi * inv_sqrt2 * std::exp(-u * u);  // x * phi(x)
           return d * (cdf + pdf_term);
-        }));
-  return detail::traced_function("gelu", layer_role::activation, x, detail::elementwise_from_input(
+        }), {0});
+  return detail::traced_function("gelu", layer_role::activation, {x}, detail::elementwise_from_input(
       x, [=](float v) { return 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + cubic * (v * v * v)))); },
       [=](float v, float d) {
         const float t = std::tanh(sqrt_2_over_pi * (v + cubic * (v * v * v)));
         const float du = sqrt_2_over_pi * (1.0f + 3.0f * cubic * v * v);
         return d * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-      }));
+      }), {1});
 }
 
 }  // namespace ops

@@ -118,7 +118,7 @@ XQ_DECL var matmul(const var& a, const var& b, bool transpose_a, bool transpose_
       }
       add_grad(b, std::move(db));
     }
-  }));
+  }), {std::int64_t(transpose_a), std::int64_t(transpose_b)});
 }
 
 }  // namespace ops

@@ -3,9 +3,11 @@
 /// slice's and split's code (layers/slicing.hpp).
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "../../core/error.hpp"
+#include "../../core/layer_call.hpp"
 #include "../slicing.hpp"
 
 namespace xq {
@@ -48,13 +50,16 @@ XQ_DECL var slice(const var& x, int axis, std::size_t begin, std::size_t end, co
   const std::size_t run = (end - begin) * inner, stride = length * inner;
   for (std::size_t o = 0; o < outer; ++o)
     std::copy_n(x.value().data() + o * stride + begin * inner, run, y.data() + o * run);
-  return make_result(std::move(y), needs_grad(x), [x, outer = outer, inner = inner, begin, run, stride](const tensor& dy) {
-    tensor dx = tensor::from_shape(x.shape());
-    std::fill(dx.begin(), dx.end(), 0.0f);
-    for (std::size_t o = 0; o < outer; ++o)
-      std::copy_n(dy.data() + o * run, run, dx.data() + o * stride + begin * inner);
-    add_grad(x, std::move(dx));
-  });
+  return detail::traced_function(
+      "slice", layer_role::other, {x},
+      make_result(std::move(y), needs_grad(x), [x, outer = outer, inner = inner, begin, run, stride](const tensor& dy) {
+        tensor dx = tensor::from_shape(x.shape());
+        std::fill(dx.begin(), dx.end(), 0.0f);
+        for (std::size_t o = 0; o < outer; ++o)
+          std::copy_n(dy.data() + o * run, run, dx.data() + o * stride + begin * inner);
+        add_grad(x, std::move(dx));
+      }),
+      {std::int64_t(a), std::int64_t(begin), std::int64_t(end)});
 }
 
 XQ_DECL std::vector<var> split(const var& x, int axis, const std::vector<std::size_t>& sizes, const std::string& path) {

@@ -39,9 +39,10 @@ XQ_DECL var transpose(const var& x, const std::vector<std::size_t>& perm, const 
                       detail::concat("a permutation of ", perm.size(), " axes"));
   std::vector<std::size_t> inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = i;
-  return detail::traced_function("transpose", layer_role::other, x,
+  return detail::traced_function("transpose", layer_role::other, {x},
                                  make_result(detail::permuted(x.value(), perm), needs_grad(x),
-                                             [x, inverse](const tensor& dy) { add_grad(x, detail::permuted(dy, inverse)); }));
+                                             [x, inverse](const tensor& dy) { add_grad(x, detail::permuted(dy, inverse)); }),
+                                 std::vector<std::int64_t>(perm.begin(), perm.end()));
 }
 
 }  // namespace ops
