@@ -253,4 +253,40 @@ inline auto trained_transformer_qat(const xq::dataset& tokens) {
   return qat;
 }
 
+/// Recurrent layers on token_data: an embedding, an LSTM returning its sequence, then two
+/// GRUs over it — one backwards returning its sequence (reset_after, Keras's default), one
+/// with reset_after false returning its last state — concatenated into a dense head.
+template <class Embed = xq::embedding, class Lstm = xq::lstm<>, class Gru = xq::gru<>, class Flat = xq::flatten,
+          class Cat = xq::concatenate, class Dense = xq::dense>
+struct recurrent_net {
+  Embed embed{xq::embedding(8, 8)};
+  Lstm lstm;
+  Gru backwards, last;
+  Flat flat;
+  Cat features;
+  Dense head{xq::dense(4)};
+  XQ_CHILDREN(embed, lstm, backwards, last, flat, features, head)
+  recurrent_net() = default;
+  explicit recurrent_net(std::size_t units)
+      : lstm(xq::lstm<>(units).return_sequences(true)),
+        backwards(xq::gru<>(units).go_backwards(true).return_sequences(true)),
+        last(xq::gru<>(units).reset_after(false)) {}
+  xq::var operator()(const xq::var& ids) {
+    const xq::var h = lstm(embed(ids));  // (B, 6, units)
+    return head(features({flat(backwards(h)), last(h)}));
+  }
+};
+
+/// recurrent_net trained in float, then its twin with NVIDIA's scheme (the projections'
+/// inputs and kernels, the recurrent kernels per column, the head) fine-tuned.
+inline auto trained_recurrent_qat(const xq::dataset& tokens) {
+  xq::set_seed(23);
+  recurrent_net<> model(8);
+  xq::build(model, {1, 6});
+  train(model, tokens, 3, 1e-2f);
+  auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 6});
+  train(qat, tokens, 1, 1e-3f);
+  return qat;
+}
+
 }  // namespace deploy_test

@@ -351,6 +351,15 @@ int run(const run_args& a) {
     return check(qat, a, held_out, eo, 2.0 * double(s_in) * w, 0.99, "reference,optimized", false,
                  {{"up input", 2}, {"down input", 2}, {"keys input", 2}});
   }
+  if (a.name == "recurrent") {
+    // LSTM and GRU (reverse, linear_before_reset 0 and 1) over the projections' outputs,
+    // each recurrent kernel as its int8 integers + DequantizeLinear per gate column.
+    const xq::dataset tokens = token_data(256, 76), held_out = token_data(256, 77);
+    auto qat = trained_recurrent_qat(tokens);
+    const float s_in = qat.head.input_quantizer().site().grid(1).scale[0];
+    const double w = xt::amax(xt::abs(qat.head.float_layer().kernel()->value))();
+    return check(qat, a, held_out, eo, 2.0 * double(s_in) * w, 0.99);
+  }
   if (a.name == "bnn") {
     auto model = make_binary_cnn();
     xq::build(model, {1, 12, 12, 1});

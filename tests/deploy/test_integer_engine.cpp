@@ -884,6 +884,21 @@ TEST_CASE("lower: a transformer block, its position indices a constant", "[deplo
   check_exact(qat, {6}, test.inputs, &test.targets, 10);
 }
 
+TEST_CASE("lower: an LSTM and GRUs, forwards and backwards, sequences and last states", "[deploy][lower][layers]") {
+  const xq::dataset data = token_data(256, 76), test = token_data(200, 77);
+  auto qat = trained_recurrent_qat(data);
+  xq::deploy::lower_options lo;
+  lo.bias = xq::deploy::bias_precision::float32;
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {6}, lo);
+  INFO(engine.summary());
+  std::size_t loops = 0;
+  for (const auto& op : engine.ops)
+    loops += std::string(op->kind()) == "lstm_recurrence" || std::string(op->kind()) == "gru_recurrence";
+  CHECK(loops == 3);
+  // The three projections' inputs and the head's (NVIDIA's; a recurrence's input never).
+  check_exact(qat, {6}, test.inputs, &test.targets, 4);
+}
+
 namespace {
 /// Doubles its input in code the trace does not see: not a constant, whatever the input.
 template <class Conv = xq::conv2d, class Flat = xq::flatten, class Dense = xq::dense>

@@ -45,7 +45,10 @@
 ///    ReduceMean / Sub / Mul / Sqrt / Div, broadcasting add / subtract / multiply → Add /
 ///    Sub / Mul, matmul → MatMul (a Transpose for a transposed operand), attention_scores →
 ///    Reshape / Transpose / MatMul, Keras's -1e9 for masked scores, Softmax, and ops::attend
-///    → MatMul and the heads merged back; a value the forward code makes without the input
+///    → MatMul and the heads merged back, the LSTM's and GRU's loops → LSTM / GRU over
+///    their dense projections' outputs (ONNX's gate order, GRU's reset_after as
+///    linear_before_reset, go_backwards as `reverse` with its outputs reversed back); a
+///    value the forward code makes without the input
 ///    (position indices) is an initializer (model_access.hpp's constant_values). The
 ///    correlation has no ONNX operator: the error says so.
 /// The graph takes and returns NHWC tensors like xquant (a Transpose to and from ONNX's

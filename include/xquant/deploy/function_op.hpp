@@ -5,7 +5,8 @@
 ///
 ///  - `function_op`: a layer or function computed by xquant's own float function with
 ///    its arguments, so the engine gives the simulation's floats bit for bit (layer
-///    normalization, GELU, attention, a transposed convolution, ...). The layout
+///    normalization, GELU, attention, a transposed convolution, the LSTM's and GRU's loops
+///    over time on their projected inputs, ...). The layout
 ///    functions — zero padding, cropping, slicing, nearest upsampling, transposition — only
 ///    move elements, so on an integer input they move its centred integers and keep its
 ///    grid: a padded zero is the zero point, real 0, as the simulation pads.
@@ -28,6 +29,8 @@
 /// | attention_probabilities   | heads, causal (0 or 1)            |         |                  |
 /// | attend                    | —                                 |         |                  |
 /// | conv2d_transpose          | strides (2), dilation (2), same   |         | kernel, bias     |
+/// | lstm_recurrence           | return_sequences, go_backwards    |         | recurrent kernel, bias |
+/// | gru_recurrence            | the same, reset_after             |         | recurrent kernel, bias |
 ///
 /// A tensor of size 0 is "none" (layer_norm without scale or offset, a transposed
 /// convolution without bias). Axes are non-negative, of the batch-first tensor.

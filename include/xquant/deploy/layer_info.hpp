@@ -63,6 +63,8 @@ class layer_norm;
 class subtract;
 class attention_scores;
 class conv2d_transpose;
+class lstm_recurrence;
+class gru_recurrence;
 struct no_quantizer;
 class ste_sign;
 class approx_sign;
@@ -204,6 +206,8 @@ XQ_DECL void describe_float(const layer_norm& l, layer_info& i);
 XQ_DECL void describe_float(const subtract& l, layer_info& i);
 XQ_DECL void describe_float(const attention_scores& l, layer_info& i);
 XQ_DECL void describe_float(const conv2d_transpose& l, layer_info& i);
+XQ_DECL void describe_float(const lstm_recurrence& l, layer_info& i);
+XQ_DECL void describe_float(const gru_recurrence& l, layer_info& i);
 /// Any other float layer: no integer form (kind::none, its type recorded for the error).
 template <class L>
 void describe_float(const L&, layer_info&) {}
@@ -225,7 +229,8 @@ inline constexpr bool has_integer_form_v =
     std::is_same_v<L, tied_projection> || std::is_same_v<L, tied_dense> || std::is_same_v<L, zero_padding2d> ||
     std::is_same_v<L, cropping2d> || std::is_same_v<L, slice> || std::is_same_v<L, upsampling2d> ||
     std::is_same_v<L, gelu> || std::is_same_v<L, layer_norm> || std::is_same_v<L, subtract> ||
-    std::is_same_v<L, attention_scores> || std::is_same_v<L, conv2d_transpose>;
+    std::is_same_v<L, attention_scores> || std::is_same_v<L, conv2d_transpose> || std::is_same_v<L, lstm_recurrence> ||
+    std::is_same_v<L, gru_recurrence>;
 
 }  // namespace detail
 

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -598,10 +600,102 @@ class exporter : trace_walk {
       out.name = node("Reshape", {merged, int64s(name + "/shape", {0, std::int64_t(ps[2]), std::int64_t(vs[2])})}, name);
     } else if (f == "conv2d_transpose") {
       out.name = conv_transpose(i, *info, a, x);
+    } else if (f == "lstm_recurrence" || f == "gru_recurrence") {
+      out.name = recurrence(i, *info, f == "lstm_recurrence", a, x);
     } else {
       throw argument_error(name, "a function with an ONNX form", f);
     }
     values_[c.output] = out;
+  }
+
+  /// ONNX's LSTM / GRU over the projected inputs xw (B, T, G·u) that the layer's dense
+  /// child made: X is xw time-major; W is the permutation that puts Keras's gate columns in
+  /// ONNX's order (one 1 per row, so X·Wᵀ is xw exactly; LSTM Keras i, f, c, o -> ONNX
+  /// i, o, f, c; GRU z, r, h in both); R the recurrent kernel's columns so reordered, as
+  /// rows (its quantizer's integers + DequantizeLinear when quantized); B = [0, the bias].
+  /// GRU's reset_after is linear_before_reset. go_backwards runs `reverse`, whose Y is in
+  /// input order: reversed back into Keras's processing order.
+  std::string recurrence(std::size_t i, const layer_info& info, bool lstm, const std::vector<std::int64_t>& a,
+                         const std::string& x) {
+    const traced_call& c = g_.calls()[i];
+    const std::string& name = c.path;
+    const tensor& kernel = info.tensors.at(0);
+    const std::size_t u = kernel.shape()[0], gu = kernel.shape()[1];
+    auto row_of = [&](std::size_t j) {  // Keras column j -> ONNX gate row
+      static constexpr std::size_t lstm_order[] = {0, 2, 3, 1};  // i, f, c, o -> i, o, f, c
+      const std::size_t g = j / u;
+      return (lstm ? lstm_order[g] : g) * u + j % u;
+    };
+    std::vector<float> w(gu * gu, 0.0f);
+    for (std::size_t j = 0; j < gu; ++j) w[row_of(j) * gu + j] = 1.0f;
+    const std::string W = add_initializer(ox::tensor_data::float32(name + "/input_permutation",
+                                                                   {1, std::int64_t(gu), std::int64_t(gu)}, w));
+    auto as_rows = [&](const auto& k) {  // (u, G·u) -> (1, G·u, u)
+      std::remove_const_t<std::remove_reference_t<decltype(k)>> r(k.size());
+      for (std::size_t m = 0; m < u; ++m)
+        for (std::size_t j = 0; j < gu; ++j) r[row_of(j) * u + m] = k[m * gu + j];
+      return r;
+    };
+    const std::vector<std::int64_t> rdims{1, std::int64_t(gu), std::int64_t(u)};
+    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
+    std::string R;
+    if (!wq) {
+      R = add_initializer(ox::tensor_data::float32(name + "/recurrent_kernel", rdims,
+                                                   as_rows(std::vector<float>(kernel.begin(), kernel.end()))));
+    } else {
+      const kernels::channel_layout wl =
+          wq->config().per_channel ? kernels::channel_layout::of(kernel.shape(), wq->config().channel_axis, wq->path().c_str())
+                                   : kernels::channel_layout{1, 1, kernel.size()};
+      const quantization_grid wg = wq->grid(wl.channels);
+      note_quantizer(*wq, wg);
+      const bool per_channel = wg.per_channel && wg.channels() > 1;
+      const long axis = wq->config().channel_axis < 0 ? wq->config().channel_axis + 2 : wq->config().channel_axis;
+      if (per_channel && axis != 1)
+        throw argument_error(wq->path(), "a per-channel recurrent kernel grid on its gate columns (axis -1)",
+                             xq::detail::concat("axis ", wq->config().channel_axis));
+      const std::int32_t offset = int8_offset(wg, wq->path());
+      std::vector<float> scales(per_channel ? gu : 1);
+      std::vector<std::int8_t> zps(per_channel ? gu : 1);
+      for (std::size_t j = 0; j < scales.size(); ++j) {
+        const std::size_t at = per_channel ? row_of(j) : 0;
+        scales[at] = wg.scale[j];
+        zps[at] = std::int8_t(wg.zero_point[j] + offset);
+      }
+      const std::vector<std::int64_t> sdims = per_channel ? std::vector<std::int64_t>{std::int64_t(gu)} : std::vector<std::int64_t>{};
+      std::vector<ox::attribute> axis_attr;
+      if (per_channel) axis_attr.push_back(ox::int_attribute("axis", 1));
+      const std::string sc = add_initializer(ox::tensor_data::float32(name + "/recurrent_kernel/scale", sdims, scales));
+      const std::string zp = add_initializer(ox::tensor_data::int8(name + "/recurrent_kernel/zero_point", sdims, zps));
+      const std::vector<std::int32_t> q = wq->integers(kernel);
+      std::vector<std::int8_t> q8(q.size());
+      for (std::size_t e = 0; e < q.size(); ++e) q8[e] = std::int8_t(q[e] + offset);
+      R = add_initializer(ox::tensor_data::int8(name + "/recurrent_kernel", rdims, as_rows(q8)));
+      R = node("DequantizeLinear", {R, sc, zp}, name + "/recurrent_kernel/dq", axis_attr);
+    }
+    std::vector<std::string> inputs{node("Transpose", {x}, name + "/time_major", {ox::ints_attribute("perm", {1, 0, 2})}), W, R};
+    const tensor& bias = info.tensors.at(1);
+    if (bias.size()) {
+      std::vector<float> b(2 * gu, 0.0f);
+      for (std::size_t j = 0; j < gu; ++j) b[gu + row_of(j)] = bias.data()[j];
+      inputs.push_back(add_initializer(ox::tensor_data::float32(name + "/bias", {1, std::int64_t(2 * gu)}, b)));
+    }
+    const bool sequences = a[0] != 0, backwards = a[1] != 0;
+    std::vector<ox::attribute> attrs{ox::int_attribute("hidden_size", std::int64_t(u)),
+                                     ox::string_attribute("direction", backwards ? "reverse" : "forward")};
+    if (!lstm) attrs.push_back(ox::int_attribute("linear_before_reset", a[2]));
+    const std::string y = fresh(name + (sequences ? "/sequence" : "/last"));
+    g_out_.add_node(lstm ? "LSTM" : "GRU", inputs, sequences ? std::vector<std::string>{y} : std::vector<std::string>{"", y},
+                    attrs, fresh("node/" + name));
+    if (!sequences)  // Y_h (1, B, u) -> (B, u): the last step processed
+      return node("Squeeze", {y, int64s(name + "/direction_axis", {0})}, name);
+    // Y (T, 1, B, u) -> (B, T, u), in the order the steps ran.
+    std::string seq = node("Squeeze", {y, int64s(name + "/direction_axis", {1})}, name + "/steps");
+    seq = node("Transpose", {seq}, backwards ? name + "/batch_major" : name, {ox::ints_attribute("perm", {1, 0, 2})});
+    if (backwards)
+      seq = node("Slice", {seq, int64s(name + "/reversed/starts", {-1}),
+                           int64s(name + "/reversed/ends", {std::numeric_limits<std::int64_t>::min()}),
+                           int64s(name + "/reversed/axes", {1}), int64s(name + "/reversed/steps", {-1})}, name);
+    return seq;
   }
 
   /// ConvTranspose: the adjoint of the convolution with the same pads (kernel (C, F, KH, KW)),

@@ -19,7 +19,9 @@
 #include "../../layers/conv2d_transpose.hpp"
 #include "../../layers/cropping2d.hpp"
 #include "../../layers/gelu.hpp"
+#include "../../layers/gru.hpp"
 #include "../../layers/layer_norm.hpp"
+#include "../../layers/lstm.hpp"
 #include "../../layers/matmul.hpp"
 #include "../../layers/pad2d.hpp"
 #include "../../layers/slicing.hpp"
@@ -43,7 +45,8 @@ constexpr function_entry engine_functions[] = {
     {"upsampling2d", 1, 1, true},    {"transpose", 1, 1, true},          {"gelu", 1, 1, false},
     {"layer_norm", 1, 1, false},     {"broadcast_add", 2, 2, false},     {"subtract", 2, 2, false},
     {"broadcast_multiply", 2, 2, false}, {"matmul", 2, 2, false},        {"attention_probabilities", 2, 3, false},
-    {"attend", 2, 2, false},         {"conv2d_transpose", 1, 1, false}};
+    {"attend", 2, 2, false},         {"conv2d_transpose", 1, 1, false},  {"lstm_recurrence", 1, 1, false},
+    {"gru_recurrence", 1, 1, false}};
 
 inline const function_entry* find_function(const std::string& f) noexcept {
   for (const function_entry& e : engine_functions)
@@ -85,7 +88,7 @@ XQ_DECL bool function_op::moves_only() const noexcept { return moves_elements(fu
 
 XQ_DECL bool function_op::batch_invariant() const noexcept {
   return function != "matmul" && function != "attention_probabilities" && function != "attend" &&
-         function != "conv2d_transpose";
+         function != "conv2d_transpose" && function != "lstm_recurrence" && function != "gru_recurrence";
 }
 
 XQ_DECL void function_op::validate() const {
@@ -150,6 +153,19 @@ XQ_DECL void function_op::validate() const {
     if (tensors[1].size() && tensors[1].size() != tensors[0].shape()[2])
       throw argument_error(where, xq::detail::concat("a bias of ", tensors[0].shape()[2], " values"),
                            xq::detail::shape_string(tensors[1].shape()));
+  } else if (f == "lstm_recurrence" || f == "gru_recurrence") {
+    const bool lstm = f == "lstm_recurrence";
+    want(lstm ? 2 : 3, 0, 2);
+    for (std::int64_t v : ints) in_range(v, 0, 1, "a flag");
+    const std::size_t gates = lstm ? 4 : 3;
+    const tensor& k = tensors[0];
+    if (k.dimension() != 2 || k.shape()[1] != gates * k.shape()[0])
+      throw argument_error(where, xq::detail::concat("a recurrent kernel (units, ", gates, " units)"),
+                           xq::detail::shape_string(k.shape()));
+    if (tensors[1].size() && (tensors[1].size() != k.shape()[1] || (!lstm && !ints[2])))
+      throw argument_error(where, lstm || ints[2] ? xq::detail::concat("a bias of ", k.shape()[1], " values or none")
+                                                  : std::string("no recurrent bias (reset_after is false)"),
+                           xq::detail::shape_string(tensors[1].shape()));
   } else {
     want(0, 0, 0);  // the broadcasting ops, attend
   }
@@ -190,6 +206,13 @@ XQ_DECL void function_op::run(std::vector<engine_tensor>& values, const run_opti
     g.padding = ints.at(4) ? xq::padding::same : xq::padding::valid;
     const var kernel(tensors.at(0)), bias = detail::optional_var(tensors.at(1));
     y = ops::conv2d_transpose(x, kernel, bias.defined() ? &bias : nullptr, g, path);
+  } else if (f == "lstm_recurrence" || f == "gru_recurrence") {
+    recurrence_settings run;
+    run.return_sequences = ints.at(0) != 0;
+    run.go_backwards = ints.at(1) != 0;
+    const var kernel(tensors.at(0)), bias = detail::optional_var(tensors.at(1));
+    y = f == "lstm_recurrence" ? ops::lstm_recurrence(x, kernel, bias, run, path)
+                               : ops::gru_recurrence(x, kernel, bias, ints.at(2) != 0, run, path);
   } else {
     throw argument_error(path, "a function the engine has", "\"" + f + "\"");
   }

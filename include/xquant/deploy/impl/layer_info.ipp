@@ -20,7 +20,9 @@
 #include "../../layers/gelu.hpp"
 #include "../../layers/global_average_pool2d.hpp"
 #include "../../layers/global_max_pool2d.hpp"
+#include "../../layers/gru.hpp"
 #include "../../layers/layer_norm.hpp"
+#include "../../layers/lstm.hpp"
 #include "../../layers/max_pool2d.hpp"
 #include "../../layers/multiply.hpp"
 #include "../../layers/reshape.hpp"
@@ -218,12 +220,22 @@ XQ_DECL void describe_float(const conv2d_transpose& l, layer_info& i) {
   i.geometry = g;
 }
 
+XQ_DECL void describe_float(const lstm_recurrence& l, layer_info& i) {
+  describe_function(i, "lstm_recurrence", {l.settings().return_sequences ? 1 : 0, l.settings().go_backwards ? 1 : 0});
+  i.tensors = {value_or_empty(l.kernel()), value_or_empty(l.bias())};
+  i.kernel_id = l.kernel().get();
+}
+
+XQ_DECL void describe_float(const gru_recurrence& l, layer_info& i) {
+  describe_function(i, "gru_recurrence", {l.settings().return_sequences ? 1 : 0, l.settings().go_backwards ? 1 : 0,
+                                          l.reset_after() ? 1 : 0});
+  i.tensors = {value_or_empty(l.kernel()), value_or_empty(l.bias())};
+  i.kernel_id = l.kernel().get();
+}
+
 XQ_DECL std::string why_no_integer_form(const std::string& type) {
   if (type == "correlation")
     return " (ONNX has no correlation, or cost-volume, operator, and the integer engine has no kernel for it)";
-  // ONNX has LSTM and GRU; xquant's lowering and export of them are still to be written.
-  for (const char* t : {"lstm_recurrence", "gru_recurrence"})
-    if (type == t) return " (ONNX has an operator for it; xquant does not lower or export it yet)";
   return "";
 }
 
