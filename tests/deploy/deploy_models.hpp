@@ -211,9 +211,10 @@ inline auto trained_grid_qat(const xq::dataset& data) {
 /// A decoder-only transformer on token_data: a token embedding plus a learned position
 /// embedding of indices the forward code makes (a constant when lowered), a pre-norm block
 /// of causal two-head attention (its scores' inputs opted in) and a GELU MLP with residual
-/// adds, then the sequence against itself (matmul with transpose_b) and a dense head.
+/// adds, then the sequence against keys of (h * positions - tokens) (a broadcasting
+/// multiply and a subtract layer; matmul with transpose_b) and a dense head.
 template <class Embed = xq::embedding, class Norm = xq::layer_norm, class Attention = xq::multi_head_attention<>,
-          class Add = xq::add, class Dense = xq::dense, class Flat = xq::flatten>
+          class Add = xq::add, class Dense = xq::dense, class Sub = xq::subtract, class Flat = xq::flatten>
 struct tiny_transformer {
   Embed embed{xq::embedding(8, 8)};
   Embed positions{xq::embedding(6, 8)};
@@ -224,20 +225,24 @@ struct tiny_transformer {
   Dense up{xq::dense(16)};
   Dense down{xq::dense(8)};
   Add mlp_residual;
+  Sub centre;
   Dense keys{xq::dense(8)};
   Flat flat;
   Dense head{xq::dense(4)};
-  XQ_CHILDREN(embed, positions, norm1, attention, attention_residual, norm2, up, down, mlp_residual, keys, flat, head)
+  XQ_CHILDREN(embed, positions, norm1, attention, attention_residual, norm2, up, down, mlp_residual, centre, keys, flat,
+              head)
   tiny_transformer() = default;
   explicit tiny_transformer(bool causal) : attention(xq::multi_head_attention<>(2, 4).causal(causal)) {}
   xq::var operator()(const xq::var& ids) {
     xq::tensor where = xq::tensor::from_shape({ids.shape()[1]});
     for (std::size_t t = 0; t < where.size(); ++t) where(t) = float(t);
-    xq::var h = embed(ids) + positions(xq::var(where));  // (B, 6, 8) + (6, 8)
+    const xq::var tokens = embed(ids), p = positions(xq::var(where));
+    xq::var h = tokens + p;  // (B, 6, 8) + (6, 8)
     const xq::var a = norm1(h);
     h = attention_residual(h, attention(a, a));
     h = mlp_residual(h, down(xq::ops::gelu(up(norm2(h)), true)));
-    return head(flat(xq::ops::matmul(h, keys(h), false, true)));  // (B, 6, 6)
+    const xq::var k = keys(centre(h * p, tokens));
+    return head(flat(xq::ops::matmul(h, k, false, true)));  // (B, 6, 6)
   }
 };
 

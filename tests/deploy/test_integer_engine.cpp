@@ -112,14 +112,20 @@ void check_saves_and_loads(const xq::deploy::integer_model& engine, const xq::te
   CHECK(same);
 }
 
+/// The model lowered with a float bias: the lowering whose integers are the simulation's.
+template <class Model>
+xq::deploy::integer_model lower_with_float_bias(Model& qat, const std::vector<std::size_t>& sample) {
+  xq::deploy::lower_options lo;
+  lo.bias = xq::deploy::bias_precision::float32;
+  return xq::deploy::lower(qat, sample, lo);
+}
+
 /// Parity 100% at every quantized tensor, fast == reference kernels, and a save/load
 /// round trip that runs the same.
 template <class Model>
 void check_exact(Model& qat, const std::vector<std::size_t>& sample, const xq::tensor& inputs, const xq::tensor* labels,
                  std::size_t expected_points) {
-  xq::deploy::lower_options lo;
-  lo.bias = xq::deploy::bias_precision::float32;
-  const xq::deploy::integer_model engine = xq::deploy::lower(qat, sample, lo);
+  const xq::deploy::integer_model engine = lower_with_float_bias(qat, sample);
   INFO(engine.summary());
   CHECK(engine.parity_points.size() == expected_points);
   const auto report = xq::deploy::parity(qat, engine, inputs, labels, 64);
@@ -475,9 +481,7 @@ TEST_CASE("lower: an embedding and its tied projection", "[deploy][lower][layers
     train(qat, data, 1, 1e-3f);
     CHECK(qat.embed.weight_quantizer().enabled() == lookup_quantized);
     CHECK(qat.project.weight_quantizer().enabled() != lookup_quantized);
-    xq::deploy::lower_options lo;
-    lo.bias = xq::deploy::bias_precision::float32;
-    const auto engine = xq::deploy::lower(qat, {6}, lo);
+    const auto engine = lower_with_float_bias(qat, {6});
     INFO(engine.summary());
     std::size_t gathers = 0, integer_dense = 0;
     for (const auto& op : engine.ops) {
@@ -657,9 +661,7 @@ TEST_CASE("lower: a separable convolution is its depthwise and pointwise integer
   // With float biases the engine adds what the simulation adds; what is left is the
   // simulation's float sums of dequantized products, which round where the engine's int32
   // sums are exact: one step, in about one element of 10^4 here (as the folded CNN's below).
-  xq::deploy::lower_options lo;
-  lo.bias = xq::deploy::bias_precision::float32;
-  const auto report = xq::deploy::parity(qat, xq::deploy::lower(qat, {12, 12, 1}, lo), test.inputs, &test.targets, 64);
+  const auto report = xq::deploy::parity(qat, lower_with_float_bias(qat, {12, 12, 1}), test.inputs, &test.targets, 64);
   INFO(report.table());
   for (const auto& row : report.rows) {
     CAPTURE(row.label);
@@ -781,9 +783,7 @@ TEST_CASE("lower: tfmot's and PyTorch's placement, quantizers on layer outputs",
     // requantized straight onto the next relu's output grid (the relu then runs on
     // integers), its input being the previous one's integers; the first conv reads the
     // float image, so it and its batch norm stay float until the relu's quantizer.
-    xq::deploy::lower_options lo;
-    lo.bias = xq::deploy::bias_precision::float32;
-    const auto engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+    const auto engine = lower_with_float_bias(qat, {12, 12, 1});
     INFO(engine.summary());
     std::size_t integer_linear = 0, real_linear = 0;
     for (const auto& op : engine.ops) {
@@ -835,9 +835,7 @@ TEST_CASE("lower: padding, cropping, upsampling, a transposed conv, gelu, slice,
           "[deploy][lower][layers]") {
   const xq::dataset data = quadrant_data(256, 71), test = quadrant_data(200, 72);
   auto qat = trained_grid_qat(data);
-  xq::deploy::lower_options lo;
-  lo.bias = xq::deploy::bias_precision::float32;
-  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+  const xq::deploy::integer_model engine = lower_with_float_bias(qat, {12, 12, 1});
   INFO(engine.summary());
   // The layout functions move the integers of the grid they are on; the others compute in float.
   std::map<std::string, std::string> kinds;
@@ -868,9 +866,7 @@ TEST_CASE("lower: padding, cropping, upsampling, a transposed conv, gelu, slice,
 TEST_CASE("lower: a transformer block, its position indices a constant", "[deploy][lower][layers]") {
   const xq::dataset data = token_data(256, 73), test = token_data(200, 74);
   auto qat = trained_transformer_qat(data);
-  xq::deploy::lower_options lo;
-  lo.bias = xq::deploy::bias_precision::float32;
-  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {6}, lo);
+  const xq::deploy::integer_model engine = lower_with_float_bias(qat, {6});
   INFO(engine.summary());
   std::size_t constants = 0, attention = 0;
   for (const auto& op : engine.ops) {
@@ -887,9 +883,7 @@ TEST_CASE("lower: a transformer block, its position indices a constant", "[deplo
 TEST_CASE("lower: an LSTM and GRUs, forwards and backwards, sequences and last states", "[deploy][lower][layers]") {
   const xq::dataset data = token_data(256, 76), test = token_data(200, 77);
   auto qat = trained_recurrent_qat(data);
-  xq::deploy::lower_options lo;
-  lo.bias = xq::deploy::bias_precision::float32;
-  const xq::deploy::integer_model engine = xq::deploy::lower(qat, {6}, lo);
+  const xq::deploy::integer_model engine = lower_with_float_bias(qat, {6});
   INFO(engine.summary());
   std::size_t loops = 0;
   for (const auto& op : engine.ops)
