@@ -21,6 +21,8 @@ log() { printf '[install_deps] %s\n' "$*"; }
 # the ONNX tests (install_onnx_deps.sh), where python3 is Debian's. libdnnl-dev: oneDNN
 # 2.6, the optional convolution backend (kernels/onednn_conv.hpp), so that CI tests it
 # against the im2col oracle; its CMake package needs OpenCL's (ocl-icd-opencl-dev).
+# libopenmpi-dev + openmpi-bin: Open MPI 4.1, the optional data-parallel room
+# (include/xquant/distributed/), whose tests run two ranks under mpirun.
 apt_packages=(
   cmake
   g++
@@ -37,6 +39,8 @@ apt_packages=(
   zlib1g-dev
   dataset-fashion-mnist
   fortunes
+  libopenmpi-dev
+  openmpi-bin
   clang
   libclang-rt-dev
   python3-venv

@@ -13,7 +13,8 @@ headers of its own room or of a room of LOWER rank, never one of its own rank or
     rank 6  transform
     rank 7  summary, train   (two rooms of one rank: neither includes the other)
     rank 8  io
-    rank 9  deploy  (the ONNX model and its file format, under the exporter)
+    rank 9  deploy  (the ONNX model and its file format, under the exporter),
+            distributed  (data parallelism over MPI: optional, not in the umbrella)
             xquant.hpp, the umbrella, may include anything and nothing includes it;
             src.hpp, the library of separate-compilation mode, includes the umbrella and
             every <room>/impl/*.ipp. A room's impl/ folder (the .ipp files of its headers)
@@ -51,6 +52,7 @@ ROOMS = {
     "train": 7,
     "io": 8,
     "deploy": 9,
+    "distributed": 9,
 }
 # Headers at the root of include/xquant: the room they belong to.
 ROOT_FILES = {"config.hpp": "core", "numerics.hpp": "numerics", "io.hpp": "io"}
