@@ -7,13 +7,19 @@
 ///    fused buffers of at most `bucket_bytes` (Horovod's tensor fusion: one allreduce per
 ///    bucket instead of one per tensor), so that N ranks of batch B take the step one
 ///    process of batch N·B takes (the loss being a mean over the batch);
-///  - `sync_quantizer_ranges` makes the fake quantizers' ranges agree, by policy:
-///      - `range_sync::allreduce` (the default): each range's minimum the minimum over the
-///        ranks, its maximum the maximum. Every range tracker here updates its minimum (and
-///        its maximum) by a nondecreasing function of the batch's — the last value, the
-///        running min / max, an exponential moving average (tfmot's and PyTorch's), a
-///        symmetric amax — so when the ranks agreed before a step, this gives what one
-///        process of the whole batch computes, exactly;
+///  - `synchronized_ranges` (RAII, around the training step's forward pass) makes every
+///    fake quantizer's range tracker measure the whole batch: each batch range it measures
+///    becomes the minimum and maximum over the ranks before it updates and rounds
+///    (quantizers/batch_range_reduction.hpp), so every rank rounds on the grid one process
+///    of the whole batch would, and N ranks of batch B compute what one process of batch
+///    N·B computes: gradients, ranges and parameters, up to float summation's order;
+///  - `sync_quantizer_ranges` brings the stored ranges together after a step, by policy:
+///      - `range_sync::allreduce`: each range's minimum the minimum over the ranks, its
+///        maximum the maximum. Every tracker here updates its minimum (and maximum) by a
+///        nondecreasing function of the batch's — last value, running min / max, tfmot's
+///        and PyTorch's moving averages, a symmetric amax — so this gives the whole
+///        batch's stored range; but the step itself rounded on each rank's own grid (use
+///        synchronized_ranges for that);
 ///      - `range_sync::rank0_broadcast`: rank 0's ranges everywhere (PyTorch DDP's buffer
 ///        broadcast: the other ranks' batches never count);
 ///      - `range_sync::local`: each rank keeps its own.
@@ -31,6 +37,7 @@
 #include "../core/error.hpp"
 #include "../core/model.hpp"
 #include "../core/parameter.hpp"
+#include "../quantizers/batch_range_reduction.hpp"
 #include "../quantizers/fake_quantizer.hpp"
 #include "../quantizers/model_quantizers.hpp"
 #include "communicator.hpp"
@@ -83,6 +90,34 @@ inline void average_gradients(const std::vector<parameter_ptr>& params, const co
   }
   flush();
 }
+
+/// While alive, every fake quantizer's range tracker on this thread updates from the
+/// whole batch's range: the minimum and maximum over the ranks of what each measured on
+/// its part (one allreduce per quantizer call; see the file comment). Every rank must run
+/// the same quantizer calls in the same order, as data parallelism does.
+class synchronized_ranges final : private batch_range_reduction {
+ public:
+  explicit synchronized_ranges(const communicator& c) : c_(c), scope_(*this) {}
+
+ private:
+  void reduce(vector& min, vector& max, bool& finite) override {
+    if (c_.size() == 1) return;
+    // One MPI_MIN over [min..., -max..., finite]: negation is exact.
+    const std::size_t n = min.size(), m = max.size();
+    buffer_.resize(n + m + 1);
+    std::copy(min.begin(), min.end(), buffer_.begin());
+    for (std::size_t i = 0; i < m; ++i) buffer_[n + i] = -max.data()[i];
+    buffer_[n + m] = finite ? 1.0f : 0.0f;
+    c_.allreduce(buffer_.data(), buffer_.size(), reduction::min);
+    std::copy(buffer_.begin(), buffer_.begin() + std::ptrdiff_t(n), min.begin());
+    for (std::size_t i = 0; i < m; ++i) max.data()[i] = -buffer_[n + i];
+    finite = buffer_[n + m] == 1.0f;
+  }
+
+  const communicator& c_;
+  std::vector<float> buffer_;
+  batch_range_reduction_scope scope_;
+};
 
 /// How the ranks' fake-quantizer ranges are brought together (see the file comment).
 enum class range_sync { allreduce, rank0_broadcast, local };
