@@ -101,6 +101,61 @@ int fail(const xq::dist::communicator& world, const std::string& what) {
   return 1;
 }
 
+/// How far the distributed model ended from one process's on the whole batch.
+struct side_by_side {
+  double first_gradient_difference = 0, first_gradient_scale = 0;  // the first step's (averaged) gradients
+  double parameter_difference = 0, parameter_scale = 0;            // the trainable parameters after the steps
+  double seconds = 0;                                               // in `step`, per step
+};
+
+/// `steps` steps of Adam: `model` on this rank's part of each batch (`step(model, part)`
+/// runs its forward, backward and whatever brings the ranks together), `reference` on the
+/// whole batch.
+template <class Model, class Step>
+side_by_side train_side_by_side(const xq::dist::communicator& world, Model& model, Model& reference,
+                                const xq::dataset& data, std::size_t steps, std::size_t batch, Step step) {
+  const auto trainable = xq::trainable_parameters(model), reference_trainable = xq::trainable_parameters(reference);
+  xq::adam opt(trainable, {1e-3f}), reference_opt(reference_trainable, {1e-3f});
+  side_by_side r;
+  for (std::size_t s = 0; s < steps; ++s) {
+    const xq::dataset whole = rows(data, s * batch, (s + 1) * batch);
+    const auto [begin, end] = xq::dist::shard(batch, world.rank(), world.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    step(model, rows(whole, begin, end));
+    r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps);
+    forward_backward(reference, whole);
+    if (s == 0) {
+      r.first_gradient_difference = max_abs_difference(trainable, reference_trainable, true);
+      r.first_gradient_scale = max_abs(reference_trainable, true);
+    }
+    opt.step();
+    opt.zero_grad();
+    reference_opt.step();
+    reference_opt.zero_grad();
+  }
+  r.parameter_difference = max_abs_difference(trainable, reference_trainable, false);
+  r.parameter_scale = max_abs(reference_trainable, false);
+  if (world.rank() == 0) {
+    std::printf("  first step's averaged gradients: max |difference| %.3g (largest gradient %.3g)\n",
+                r.first_gradient_difference, r.first_gradient_scale);
+    std::printf("  parameters after %zu steps: max |difference| %.3g (largest %.3g)\n", steps, r.parameter_difference,
+                r.parameter_scale);
+  }
+  return r;
+}
+
+/// Whether the gradients and parameters are one process's within float summation's
+/// rounding (two half-batch means averaged against one mean: the sums' order differs).
+int check_side_by_side(const xq::dist::communicator& world, const side_by_side& r, const char* what) {
+  if (!(r.first_gradient_difference <= 1e-5 * std::max(r.first_gradient_scale, 1e-3)))
+    return fail(world, std::string(what) + ": the averaged gradients are not the whole batch's: " +
+                           std::to_string(r.first_gradient_difference));
+  if (!(r.parameter_difference <= 1e-4 * std::max(r.parameter_scale, 1e-3)))
+    return fail(world, std::string(what) + ": the parameters drifted from the whole batch's: " +
+                           std::to_string(r.parameter_difference));
+  return 0;
+}
+
 /// 2 ranks x batch 32 against 1 process x batch 64 on the float network: the broadcast,
 /// the first step's averaged gradients, the parameters after `steps` steps of Adam.
 int float_equivalence(const xq::dist::communicator& world, const xq::dataset& data, std::size_t steps,
@@ -120,44 +175,21 @@ int float_equivalence(const xq::dist::communicator& world, const xq::dataset& da
   const double start_difference = max_abs_difference(params, reference_params, false);
   if (start_difference != 0.0) return fail(world, "parameters after the broadcast differ by " + std::to_string(start_difference));
 
-  const auto trainable = xq::trainable_parameters(model), reference_trainable = xq::trainable_parameters(reference);
-  xq::adam opt(trainable, {1e-3f}), reference_opt(reference_trainable, {1e-3f});
-  double first_gradient_difference = 0, first_gradient_scale = 0, allreduce_seconds = 0;
+  const auto trainable = xq::trainable_parameters(model);
   std::size_t floats = 0;
   for (const auto& p : trainable) floats += p->value.size();
-  for (std::size_t s = 0; s < steps; ++s) {
-    const xq::dataset whole = rows(data, s * batch, (s + 1) * batch);
-    const auto [begin, end] = xq::dist::shard(batch, world.rank(), world.size());
-    forward_backward(model, rows(whole, begin, end));
+  if (world.rank() == 0)
+    std::printf("float network: 2 ranks x batch %zu vs 1 process x batch %zu, %zu Adam steps\n", batch / 2, batch, steps);
+  double allreduce_seconds = 0;
+  const side_by_side r = train_side_by_side(world, model, reference, data, steps, batch, [&](auto& m, const xq::dataset& part) {
+    forward_backward(m, part);
     const auto t0 = std::chrono::steady_clock::now();
     xq::dist::average_gradients(trainable, world);
     allreduce_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    forward_backward(reference, whole);
-    if (s == 0) {
-      first_gradient_difference = max_abs_difference(trainable, reference_trainable, true);
-      first_gradient_scale = max_abs(reference_trainable, true);
-    }
-    opt.step();
-    opt.zero_grad();
-    reference_opt.step();
-    reference_opt.zero_grad();
-  }
-  const double parameter_difference = max_abs_difference(trainable, reference_trainable, false);
-  const double parameter_scale = max_abs(reference_trainable, false);
-  if (world.rank() == 0) {
-    std::printf("float network: 2 ranks x batch %zu vs 1 process x batch %zu, %zu Adam steps\n", batch / 2, batch, steps);
-    std::printf("  first step's averaged gradients: max |difference| %.3g (largest gradient %.3g)\n",
-                first_gradient_difference, first_gradient_scale);
-    std::printf("  parameters after %zu steps: max |difference| %.3g (largest %.3g)\n", steps, parameter_difference,
-                parameter_scale);
+  });
+  if (world.rank() == 0)
     std::printf("  gradient allreduce of %zu floats: %.3f ms per step\n", floats, 1e3 * allreduce_seconds / double(steps));
-  }
-  // Float sums in another order (two half-batch means averaged vs one mean): rounding only.
-  if (!(first_gradient_difference <= 1e-5 * std::max(first_gradient_scale, 1e-3)))
-    return fail(world, "the averaged gradients are not the whole batch's: " + std::to_string(first_gradient_difference));
-  if (!(parameter_difference <= 1e-4 * std::max(parameter_scale, 1e-3)))
-    return fail(world, "the parameters drifted from the whole batch's: " + std::to_string(parameter_difference));
-  return 0;
+  return check_side_by_side(world, r, "float");
 }
 
 /// The QAT twin, 2 ranks x batch 32 against 1 process x batch 64, `steps` steps of Adam.
@@ -169,35 +201,21 @@ int qat_equivalence(const xq::dist::communicator& world, const xq::dataset& data
                     xq::range_tracking tracking, xq::dist::range_sync policy) {
   auto qat = make_qat(tracking);
   auto reference = make_qat(tracking);
-  const auto trainable = xq::trainable_parameters(qat), reference_trainable = xq::trainable_parameters(reference);
-  xq::adam opt(trainable, {1e-3f}), reference_opt(reference_trainable, {1e-3f});
-  double first_gradient_difference = 0, first_gradient_scale = 0, sync_seconds = 0;
+  const auto trainable = xq::trainable_parameters(qat);
+  if (world.rank() == 0)
+    std::printf("QAT network, ranges %s, sync %s: 2 ranks x batch %zu vs 1 process x batch %zu, %zu Adam steps\n",
+                xq::to_string(tracking), xq::dist::to_string(policy), batch / 2, batch, steps);
   std::vector<float> local_ranges;
-  for (std::size_t s = 0; s < steps; ++s) {
-    const xq::dataset whole = rows(data, s * batch, (s + 1) * batch);
-    const auto [begin, end] = xq::dist::shard(batch, world.rank(), world.size());
-    const auto t0 = std::chrono::steady_clock::now();
+  const side_by_side r = train_side_by_side(world, qat, reference, data, steps, batch, [&](auto& m, const xq::dataset& part) {
     {
       std::optional<xq::dist::synchronized_ranges> whole_batch_ranges;
       if (policy == xq::dist::range_sync::allreduce) whole_batch_ranges.emplace(world);
-      forward_backward(qat, rows(whole, begin, end));
+      forward_backward(m, part);
     }
-    local_ranges = ranges(qat);
+    local_ranges = ranges(m);
     xq::dist::average_gradients(trainable, world);
-    xq::dist::sync_quantizer_ranges(qat, world, policy);
-    sync_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    forward_backward(reference, whole);
-    if (s == 0) {
-      first_gradient_difference = max_abs_difference(trainable, reference_trainable, true);
-      first_gradient_scale = max_abs(reference_trainable, true);
-    }
-    opt.step();
-    opt.zero_grad();
-    reference_opt.step();
-    reference_opt.zero_grad();
-  }
-  const double parameter_difference = max_abs_difference(trainable, reference_trainable, false);
-  const double parameter_scale = max_abs(reference_trainable, false);
+    xq::dist::sync_quantizer_ranges(m, world, policy);
+  });
   const std::vector<float> synced = ranges(qat), whole_batch = ranges(reference);
   double range_difference = 0, range_scale = 0;
   std::size_t identical = 0;
@@ -209,21 +227,12 @@ int qat_equivalence(const xq::dist::communicator& world, const xq::dataset& data
   std::vector<float> rank0 = local_ranges;  // what rank 0 measured on its part, last step
   world.broadcast(rank0.data(), rank0.size(), 0);
   if (world.rank() == 0) {
-    std::printf("QAT network, ranges %s, sync %s: %zu Adam steps (forward, backward, gradient allreduce, range sync: "
-                "%.3f ms per step)\n",
-                xq::to_string(tracking), xq::dist::to_string(policy), steps, 1e3 * sync_seconds / double(steps));
-    std::printf("  first step's averaged gradients: max |difference| %.3g (largest gradient %.3g)\n",
-                first_gradient_difference, first_gradient_scale);
-    std::printf("  parameters after %zu steps: max |difference| %.3g (largest %.3g)\n", steps, parameter_difference,
-                parameter_scale);
     std::printf("  quantizer ranges: %zu values, %zu identical to one process's, max |difference| %.3g\n",
                 synced.size(), identical, range_difference);
+    std::printf("  forward, backward, gradient allreduce and range sync: %.3f ms per step\n", 1e3 * r.seconds);
   }
   if (policy == xq::dist::range_sync::allreduce) {
-    if (!(first_gradient_difference <= 1e-5 * std::max(first_gradient_scale, 1e-3)))
-      return fail(world, "QAT: the averaged gradients are not the whole batch's: " + std::to_string(first_gradient_difference));
-    if (!(parameter_difference <= 1e-4 * std::max(parameter_scale, 1e-3)))
-      return fail(world, "QAT: the parameters drifted from the whole batch's: " + std::to_string(parameter_difference));
+    if (const int rc = check_side_by_side(world, r, "QAT")) return rc;
     if (!(range_difference <= 1e-5 * std::max(range_scale, 1.0)))
       return fail(world, "QAT: the ranges are not the whole batch's: " + std::to_string(range_difference));
   } else if (policy == xq::dist::range_sync::rank0_broadcast) {
