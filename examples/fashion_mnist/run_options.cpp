@@ -11,16 +11,13 @@
 
 #include <xquant/io/fashion_mnist.hpp>
 
+#include "../common/command_line.hpp"
+
 namespace fashion {
 
 run_options parse_options(int argc, char** argv, const epoch_defaults& epochs, const extra_option& extra) {
   run_options s;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
+  examples::for_each_option(argc, argv, [&](const std::string& a, auto next) {
     if (a == "--quick") s.quick = true;
     else if (a == "--epochs") s.epochs = std::stoul(next());
     else if (a == "--qat-epochs") s.qat_epochs = std::stoul(next());
@@ -31,8 +28,9 @@ run_options parse_options(int argc, char** argv, const epoch_defaults& epochs, c
     else if (a == "--data") s.data_dir = next();
     else if (a == "--export-dir") s.export_dir = next();
     else if (a == "--onnxruntime") s.onnx_python = next();
-    else if (!extra || !extra(a, next)) throw std::invalid_argument("unknown option " + a);
-  }
+    else return extra && extra(a, next);
+    return true;
+  });
   if (s.epochs == 0) s.epochs = s.quick ? epochs.quick_epochs : epochs.full_epochs;
   if (s.qat_epochs == 0) s.qat_epochs = s.quick ? epochs.quick_qat_epochs : epochs.full_qat_epochs;
   if (s.train_size == 0) s.train_size = s.quick ? 12000 : 60000;

@@ -41,6 +41,7 @@
 #include <xquant/train/schedule.hpp>
 #include <xquant/transform/quantize_model.hpp>
 
+#include "../common/command_line.hpp"
 #include "flow_data.hpp"
 #include "flow_net.hpp"
 
@@ -54,12 +55,7 @@ struct options {
 
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
+  examples::for_each_option(argc, argv, [&](const std::string& a, auto next) {
     if (a == "--quick") {
       o.epochs = 2;
       o.qat_epochs = 1;
@@ -72,8 +68,9 @@ options parse(int argc, char** argv) {
     else if (a == "--batch") o.batch = std::stoul(next());
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
     else if (a == "--data") o.data = next();
-    else throw std::invalid_argument("unknown option " + a + " (see the comment at the top of optical_flow.cpp)");
-  }
+    else return false;
+    return true;
+  }, " (see the comment at the top of optical_flow.cpp)");
   if (o.epochs == 0 || o.batch == 0 || o.train_size == 0 || o.test_size == 0)
     throw std::invalid_argument("--epochs, --batch, --train-size and --test-size must be positive");
   return o;

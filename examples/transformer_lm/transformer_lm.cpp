@@ -49,6 +49,7 @@
 #include <xquant/train/schedule.hpp>
 #include <xquant/transform/quantize_model.hpp>
 
+#include "../common/command_line.hpp"
 #include "transformer.hpp"
 
 namespace {
@@ -61,12 +62,7 @@ struct options {
 
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
+  examples::for_each_option(argc, argv, [&](const std::string& a, auto next) {
     if (a == "--quick") {
       o.steps = 300;
       o.qat_steps = 60;
@@ -77,8 +73,9 @@ options parse(int argc, char** argv) {
     else if (a == "--eval-windows") o.eval_windows = std::stoul(next());
     else if (a == "--text") o.text = next();
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
-    else throw std::invalid_argument("unknown option " + a + " (see the comment at the top of transformer_lm.cpp)");
-  }
+    else return false;
+    return true;
+  }, " (see the comment at the top of transformer_lm.cpp)");
   if (o.steps == 0 || o.batch == 0 || o.eval_windows == 0)
     throw std::invalid_argument("--steps, --batch and --eval-windows must be positive");
   return o;
