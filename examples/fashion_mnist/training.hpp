@@ -1,8 +1,11 @@
 #pragma once
 // The training recipe of the Fashion-MNIST examples: Adam with a cosine decay from a
-// peak learning rate to 2% of it, shuffled batches (fit's defaults otherwise).
+// peak learning rate to 2% of it, shuffled batches (fit's defaults otherwise), on one
+// process or data-parallel over ranks.
 
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 
 #include <xquant/core/model.hpp>
 #include <xquant/train/adam.hpp>
@@ -14,17 +17,24 @@
 
 namespace fashion {
 
+/// `distributed`: data-parallel training (xq::fit_options::distributed), each rank taking
+/// its share of every batch of s.batch images (which the rank count must divide).
 template <class Model>
 xq::fit_history train(Model& model, const xq::dataset& data, std::size_t epochs, float peak_learning_rate,
-                      const run_options& s) {
+                      const run_options& s, xq::distributed_training* distributed = nullptr) {
+  const std::size_t ranks = distributed ? static_cast<std::size_t>(distributed->ranks()) : 1;
+  if (s.batch % ranks != 0)
+    throw std::invalid_argument("--batch " + std::to_string(s.batch) + " does not split over " + std::to_string(ranks) +
+                                " ranks");
   const std::size_t steps_per_epoch = (data.size() + s.batch - 1) / s.batch;
   xq::adam_options adam;
   adam.learning_rate = xq::cosine_decay{peak_learning_rate, epochs * steps_per_epoch, 0.02f};
   xq::adam opt(xq::trainable_parameters(model), adam);
   xq::fit_options fo;
   fo.epochs = epochs;
-  fo.batch_size = s.batch;
+  fo.batch_size = s.batch / ranks;
   fo.seed = s.seed;
+  fo.distributed = distributed;
   return xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
 }
 

@@ -16,6 +16,9 @@
 //   fashion_mnist_qat --quick    12,000 images, 2 + 1 epochs (README's demo)
 //   options: --epochs N  --qat-epochs N  --train-size N  --batch N  --seed N  --data DIR
 //            --export-dir DIR  --onnxruntime PYTHON
+//            --ranks N   data-parallel training over N ranks (MPI: examples/common/ranks.hpp),
+//                        each with batch/N of every batch; the float model and the QAT twin
+//                        train on the ranks, the rest runs on rank 0, which alone prints
 //
 // It ends with one line per model (accuracy on the 10,000 test images), then
 // `float_accuracy=<x> int8_accuracy=<y>` (y: the QAT integer engine's).
@@ -29,34 +32,47 @@
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 
+#include "../common/ranks.hpp"
 #include "../fashion_mnist/cnn.hpp"
 #include "deploy_qat.hpp"
 #include "../fashion_mnist/run_options.hpp"
 #include "../fashion_mnist/training.hpp"
 
 int main(int argc, char** argv) try {
-  const fashion::run_options s = fashion::parse_options(argc, argv);
+  int requested_ranks = 1;
+  const fashion::run_options s = fashion::parse_options(argc, argv, {}, [&](const std::string& name, const auto& value) {
+    if (name != "--ranks") return false;
+    requested_ranks = std::stoi(value());
+    return true;
+  });
+  examples::ranks ranks(requested_ranks, argc, argv);
+  const bool first_rank = ranks.rank() == 0;  // the one that evaluates, deploys and prints
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto [train, test] = fashion::load_splits(s);
   std::cout << "fashion_mnist_qat: " << train.size() << " training images, " << test.size() << " test images, "
-            << s.epochs << " float epochs + " << s.qat_epochs << " QAT epochs, batch " << s.batch << "\n";
+            << s.epochs << " float epochs + " << s.qat_epochs << " QAT epochs, batch " << s.batch;
+  if (ranks.size() > 1) std::cout << " (" << ranks.size() << " ranks x " << s.batch / ranks.size() << ")";
+  std::cout << "\n";
 
   // 1. Float.
   auto model = fashion::make_cnn(s.seed);
   xq::build(model, {1, 28, 28, 1});
-  const auto float_history = fashion::train(model, train, s.epochs, 2e-3f, s);
-  const double float_accuracy = xq::evaluate(model, xq::sparse_softmax_cross_entropy, test, 500).metric.value_or(0);
-  std::printf("float: test_accuracy=%.4f images_per_second=%.0f (%.0f s)\n", float_accuracy,
-              fashion::images_per_second(float_history), seconds());
-
-  // 2. Post-training quantization: the twin, calibrated on 2,000 training images, lowered.
+  const auto float_history = fashion::train(model, train, s.epochs, 2e-3f, s, ranks.training());
+  double float_accuracy = 0, ptq_accuracy = 0;
   xq::quantize_options options;
   options.fold_batch_norm = true;
-  const fashion::ptq_result ptq = fashion::post_training_quantization(model, options, train, test);
-  const double ptq_accuracy = ptq.engine_accuracy;
-  std::printf("ptq: calibrated on %zu images (nvidia_percentile 99.99); simulated %.4f, integer engine %.4f (%.0f s)\n",
-              ptq.calibration_images, ptq.simulated_accuracy, ptq_accuracy, seconds());
+  if (first_rank) {
+    float_accuracy = xq::evaluate(model, xq::sparse_softmax_cross_entropy, test, 500).metric.value_or(0);
+    std::printf("float: test_accuracy=%.4f images_per_second=%.0f (%.0f s)\n", float_accuracy,
+                fashion::images_per_second(float_history), seconds());
+
+    // 2. Post-training quantization: the twin, calibrated on 2,000 training images, lowered.
+    const fashion::ptq_result ptq = fashion::post_training_quantization(model, options, train, test);
+    ptq_accuracy = ptq.engine_accuracy;
+    std::printf("ptq: calibrated on %zu images (nvidia_percentile 99.99); simulated %.4f, integer engine %.4f (%.0f s)\n",
+                ptq.calibration_images, ptq.simulated_accuracy, ptq_accuracy, seconds());
+  }
 
   // 3. Quantization-aware training: NVIDIA's default scheme, batch norms folded.
   const std::size_t steps_per_epoch = (train.size() + s.batch - 1) / s.batch;
@@ -73,9 +89,10 @@ int main(int argc, char** argv) try {
   std::printf("quantized: %zu of %zu quantizers on; batch norms folded: conv_block %s, conv_block_1 %s\n", on,
               total, qat.get<0>().conv.folded() ? "yes" : "no", qat.get<1>().conv.folded() ? "yes" : "no");
   // Fine-tune at a tenth of the float peak learning rate.
-  const auto qat_history = fashion::train(qat, train, s.qat_epochs, 2e-4f, s);
+  const auto qat_history = fashion::train(qat, train, s.qat_epochs, 2e-4f, s, ranks.training());
   std::printf("qat: images_per_second=%.0f (float: %.0f) seconds=%.1f\n", fashion::images_per_second(qat_history),
               fashion::images_per_second(float_history), seconds());
+  if (!first_rank) return 0;  // the ranks trained; rank 0 deploys
 
   // 4. Deployment: the integer engine, its parity with the simulation, ONNX (and onnxruntime).
   const fashion::qat_deployment d = fashion::deploy_qat(qat, test, s);

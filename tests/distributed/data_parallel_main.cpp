@@ -5,9 +5,22 @@
 //       2 ranks x batch 32 against 1 process x batch 64, K steps of Adam: on the float CNN
 //       (the broadcast parameters, the first step's averaged gradients, the parameters
 //       after K steps, within float summation's rounding), then on its QAT twin: with
-//       `allreduce` the forward passes run under synchronized_ranges, and the gradients,
+//       `allreduce` the forward passes run under synchronized_batch, and the gradients,
 //       parameters and every quantizer range must be one process's, within rounding;
 //       `rank0_broadcast` must leave rank 0's ranges on every rank, `local` each rank its own.
+//   data_parallel_tests batch_norm (synchronized | local)
+//       the same with batch norm (float, and QAT with the norm folded): synchronized, the
+//       moving statistics and everything else must be one process's; local, the ranks'
+//       statistics must differ.
+//   data_parallel_tests overlap
+//       gradients averaged while the backward pass runs against averaged after it: the
+//       same bits, buckets sent during the pass; a pass whose graph changed after the
+//       schedule was learned is detected, redone and still exact.
+//   data_parallel_tests fit_checkpoint
+//       xq::fit with xq::dist::data_parallel, 2 ranks x batch 16 against xq::fit in one
+//       process x batch 32 (parameters, statistics, ranges, loss and accuracy); a
+//       checkpoint written by rank 0 resumed on 1 rank (batch 32) against 2 ranks going
+//       on; a checkpoint rank 0 cannot write fails on every rank.
 //   data_parallel_tests failing_rank
 //       rank 1 throws while rank 0 waits in an allreduce: the job must end non-zero (CTest
 //       WILL_FAIL), never hang (CTest TIMEOUT).
@@ -25,27 +38,50 @@
 #include <vector>
 
 #include <xquant/distributed/data_parallel.hpp>
+#include <xquant/distributed/distributed_checkpoint.hpp>
 #include <xquant/xquant.hpp>
 
 #include "../deploy/deploy_models.hpp"
 
 namespace {
 
-/// conv 3x3 -> relu -> max pool -> conv 3x3 -> relu -> flatten -> dense 4: no batch norm
-/// (its batch statistics are per rank until SyncBatchNorm comes).
+/// conv 3x3 -> relu -> max pool -> conv 3x3 -> relu -> flatten -> dense 4.
 auto make_net() {
   return xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::relu(), xq::max_pool2d(2), xq::conv2d(8, 3),
                         xq::relu(), xq::flatten(), xq::dense(4));
 }
 
-auto make_qat(xq::range_tracking tracking) {
+/// The same with a batch norm after each conv and a dropout (whose masks must be one
+/// process's too) before the head. The convs lack their bias: a bias
+/// before a batch norm has a gradient of exactly zero in exact arithmetic, so its float
+/// gradient is rounding noise, which Adam would blow up to full-size steps of either sign.
+auto make_norm_net() {
+  return xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same).use_bias(false), xq::batch_norm().momentum(0.9f),
+                        xq::relu(), xq::max_pool2d(2), xq::conv2d(8, 3).use_bias(false), xq::batch_norm().momentum(0.9f),
+                        xq::relu(), xq::dropout(0.25f, 7),
+                        xq::flatten(), xq::dense(4));
+}
+
+/// A float network built from seed 5: every rank and the reference start alike.
+template <class Make>
+auto built(Make make) {
   xq::set_seed(5);
-  auto model = make_net();
+  auto model = make();
   xq::build(model, {1, 12, 12, 1});
+  return model;
+}
+
+/// Its QAT twin (the batch norms folded into the convs when `fold`).
+template <class Make>
+auto qat_of(Make make, xq::range_tracking tracking, bool fold = false) {
+  auto model = built(make);
   xq::quantize_options qo;
   qo.scheme.input.tracking = tracking;
+  qo.fold_batch_norm = fold;
   return xq::quantize_model(model, qo, {1, 12, 12, 1});
 }
+
+auto make_qat(xq::range_tracking tracking) { return qat_of(make_net, tracking); }
 
 /// Rows [begin, end) of a dataset.
 xq::dataset rows(const xq::dataset& d, std::size_t begin, std::size_t end) {
@@ -146,8 +182,11 @@ side_by_side train_side_by_side(const xq::dist::communicator& world, Model& mode
 
 /// Whether the gradients and parameters are one process's within float summation's
 /// rounding (two half-batch means averaged against one mean: the sums' order differs).
-int check_side_by_side(const xq::dist::communicator& world, const side_by_side& r, const char* what) {
-  if (!(r.first_gradient_difference <= 1e-5 * std::max(r.first_gradient_scale, 1e-3)))
+/// Batch norm divides by the batch's standard deviation, which enlarges that rounding: its
+/// networks get `gradient_tolerance` 1e-4.
+int check_side_by_side(const xq::dist::communicator& world, const side_by_side& r, const char* what,
+                       double gradient_tolerance = 1e-5) {
+  if (!(r.first_gradient_difference <= gradient_tolerance * std::max(r.first_gradient_scale, 1e-3)))
     return fail(world, std::string(what) + ": the averaged gradients are not the whole batch's: " +
                            std::to_string(r.first_gradient_difference));
   if (!(r.parameter_difference <= 1e-4 * std::max(r.parameter_scale, 1e-3)))
@@ -208,8 +247,9 @@ int qat_equivalence(const xq::dist::communicator& world, const xq::dataset& data
   std::vector<float> local_ranges;
   const side_by_side r = train_side_by_side(world, qat, reference, data, steps, batch, [&](auto& m, const xq::dataset& part) {
     {
-      std::optional<xq::dist::synchronized_ranges> whole_batch_ranges;
-      if (policy == xq::dist::range_sync::allreduce) whole_batch_ranges.emplace(world);
+      xq::dist::whole_batch_kinds which;
+      which.quantizer_ranges = policy == xq::dist::range_sync::allreduce;
+      const xq::dist::synchronized_batch whole_batch(world, which);
       forward_backward(m, part);
     }
     local_ranges = ranges(m);
@@ -256,11 +296,244 @@ int equivalence(const xq::dist::communicator& world, xq::range_tracking tracking
   return qat_equivalence(world, data, steps, batch, tracking, policy);
 }
 
+/// Every parameter's values, trainable or not (batch-norm statistics, quantizer ranges), in
+/// model order.
+std::vector<float> all_values(const std::vector<xq::parameter_ptr>& params) {
+  std::vector<float> v;
+  for (const auto& p : params) v.insert(v.end(), p->value.begin(), p->value.end());
+  return v;
+}
+
+/// max |a - b| and max |b| over two equal-length lists.
+std::pair<double, double> difference_and_scale(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, m = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+    m = std::max(m, std::fabs(double(b[i])));
+  }
+  return {a.size() == b.size() ? d : INFINITY, m};
+}
+
+/// Whether `values` are the same on every rank.
+bool same_on_every_rank(const xq::dist::communicator& world, const std::vector<float>& values) {
+  std::vector<float> highest = values, lowest = values;
+  world.allreduce(highest.data(), highest.size(), xq::dist::reduction::max);
+  world.allreduce(lowest.data(), lowest.size(), xq::dist::reduction::min);
+  return highest == lowest;
+}
+
+/// One network with batch norms, 2 ranks x batch 32 against 1 process x batch 64.
+template <class Model>
+int batch_norm_case(const xq::dist::communicator& world, Model& model, Model& reference, const xq::dataset& data,
+                    std::size_t steps, std::size_t batch, xq::dist::batch_norm_sync sync, const char* what) {
+  const auto trainable = xq::trainable_parameters(model);
+  xq::dist::whole_batch_kinds which;
+  which.batch_norm = sync == xq::dist::batch_norm_sync::synchronized;
+  if (world.rank() == 0)
+    std::printf("%s with batch norm, statistics %s: 2 ranks x batch %zu vs 1 process x batch %zu, %zu Adam steps\n",
+                what, xq::dist::to_string(sync), batch / 2, batch, steps);
+  const side_by_side r = train_side_by_side(world, model, reference, data, steps, batch, [&](auto& m, const xq::dataset& part) {
+    {
+      const xq::dist::synchronized_batch whole_batch(world, which);
+      forward_backward(m, part);
+    }
+    xq::dist::average_gradients(trainable, world);
+  });
+  // The non-trainable state: moving statistics and quantizer ranges.
+  std::vector<xq::parameter_ptr> state, reference_state;
+  for (const auto& p : xq::parameters(model))
+    if (!p->trainable()) state.push_back(p);
+  for (const auto& p : xq::parameters(reference))
+    if (!p->trainable()) reference_state.push_back(p);
+  const std::vector<float> values = all_values(state);
+  const auto [difference, scale] = difference_and_scale(values, all_values(reference_state));
+  const bool agree = same_on_every_rank(world, values);
+  if (world.rank() == 0)
+    std::printf("  moving statistics and ranges (%zu values): max |difference| from one process's %.3g (largest %.3g); %s on every rank\n",
+                values.size(), difference, scale, agree ? "the same" : "not the same");
+  if (sync == xq::dist::batch_norm_sync::local) {
+    if (agree) return fail(world, std::string(what) + ", local: every rank has the same statistics (the halves are alike)");
+    return 0;
+  }
+  if (const int rc = check_side_by_side(world, r, what, 1e-4)) return rc;
+  if (!agree) return fail(world, std::string(what) + ": the ranks' statistics differ");
+  if (!(difference <= 1e-5 * std::max(scale, 1.0)))
+    return fail(world, std::string(what) + ": the statistics are not the whole batch's: " + std::to_string(difference));
+  return 0;
+}
+
+int batch_norm_equivalence(const xq::dist::communicator& world, xq::dist::batch_norm_sync sync) {
+  constexpr std::size_t steps = 4, batch = 64;
+  const xq::dataset data = deploy_test::quadrant_data(steps * batch, 13);
+  auto model = built(make_norm_net), reference = built(make_norm_net);
+  if (const int rc = batch_norm_case(world, model, reference, data, steps, batch, sync, "float network")) return rc;
+  auto qat = qat_of(make_norm_net, xq::range_tracking::moving_average, true);
+  auto qat_reference = qat_of(make_norm_net, xq::range_tracking::moving_average, true);
+  return batch_norm_case(world, qat, qat_reference, data, steps, batch, sync, "QAT network (folded)");
+}
+
+/// A training step's forward and backward on `part`; with `regularize`, a penalty on the
+/// last parameter recorded before the forward pass, so its backward step runs last.
+template <class Model>
+void step_with(Model& model, const xq::dataset& part, const xq::parameter_ptr& last, bool regularize) {
+  const xq::training_mode training(true);
+  xq::tape t;
+  xq::var penalty;
+  if (regularize) penalty = xq::mean_squared_error(xq::var(last), xq::tensor(xt::zeros<float>(last->value.shape())));
+  xq::var loss = xq::sparse_softmax_cross_entropy(model(xq::var(part.inputs)), xq::var(part.targets));
+  if (regularize) loss = xq::ops::add(loss, penalty);
+  t.backward(loss);
+}
+
+int overlap(const xq::dist::communicator& world) {
+  constexpr std::size_t steps = 6, batch = 64, bucket_bytes = 1024, changed_step = 4;
+  const xq::dataset data = deploy_test::quadrant_data(steps * batch, 17);
+  auto a = qat_of(make_norm_net, xq::range_tracking::last_value, true);  // overlapped
+  auto b = qat_of(make_norm_net, xq::range_tracking::last_value, true);  // after the pass
+  const auto ta = xq::trainable_parameters(a), tb = xq::trainable_parameters(b);
+  xq::adam oa(ta, {1e-3f}), ob(tb, {1e-3f});
+  xq::dist::overlapped_gradient_averaging averaging(world, ta, bucket_bytes);
+  double overlapped_seconds = 0, after_seconds = 0;
+  for (std::size_t s = 0; s < steps; ++s) {
+    const xq::dataset whole = rows(data, s * batch, (s + 1) * batch);
+    const auto [begin, end] = xq::dist::shard(batch, world.rank(), world.size());
+    const xq::dataset part = rows(whole, begin, end);
+    const bool changed = s == changed_step;  // the graph differs from the learned schedule's
+    auto t0 = std::chrono::steady_clock::now();
+    {
+      const xq::dist::synchronized_batch whole_batch(world);
+      averaging.begin();
+      step_with(a, part, ta.back(), changed);
+      averaging.finish();
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    {
+      const xq::dist::synchronized_batch whole_batch(world);
+      step_with(b, part, tb.back(), changed);
+      xq::dist::average_gradients(tb, world, bucket_bytes);
+    }
+    auto t2 = std::chrono::steady_clock::now();
+    if (s > 0) {
+      overlapped_seconds += std::chrono::duration<double>(t1 - t0).count();
+      after_seconds += std::chrono::duration<double>(t2 - t1).count();
+    }
+    const double d = max_abs_difference(ta, tb, true);
+    if (d != 0.0)
+      return fail(world, "step " + std::to_string(s) + ": overlapped gradients differ from those averaged after the pass by " +
+                             std::to_string(d));
+    oa.step();
+    oa.zero_grad();
+    ob.step();
+    ob.zero_grad();
+  }
+  const auto& st = averaging.stats();
+  if (world.rank() == 0) {
+    std::printf("overlapped gradient averaging, %zu buckets of at most %zu bytes, %zu passes:\n", averaging.bucket_count(),
+                bucket_bytes, st.passes);
+    std::printf("  gradients identical to averaging after the pass on every step; %zu of %zu buckets sent during a pass;\n",
+                st.sent_during, st.buckets_sent);
+    std::printf("  schedules learned %zu, passes redone %zu (the graph changed at step %zu)\n", st.schedules_learned,
+                st.redone, changed_step);
+    std::printf("  step with overlap %.3f ms, averaging after the pass %.3f ms (2 ranks on 2 shared cores)\n",
+                1e3 * overlapped_seconds / double(steps - 1), 1e3 * after_seconds / double(steps - 1));
+  }
+  if (averaging.bucket_count() < 3) return fail(world, "expected several buckets");
+  if (st.sent_during == 0) return fail(world, "no bucket was sent during a backward pass");
+  if (st.redone != 1) return fail(world, "expected the changed pass, and only it, redone; redone " + std::to_string(st.redone));
+  if (st.schedules_learned != 2) return fail(world, "expected the schedule learned twice; " + std::to_string(st.schedules_learned));
+  return 0;
+}
+
+int fit_checkpoint(const xq::dist::communicator& world) {
+  const xq::dataset train = deploy_test::quadrant_data(320, 19), validation = deploy_test::quadrant_data(101, 23);
+  auto make = [] { return qat_of(make_norm_net, xq::range_tracking::moving_average, true); };
+  auto model = make(), reference = make();
+  xq::adam opt(xq::trainable_parameters(model), {1e-3f}), reference_opt(xq::trainable_parameters(reference), {1e-3f});
+  xq::dist::data_parallel_options po;
+  po.bucket_bytes = 2048;
+  xq::dist::data_parallel ranks(world, po);
+  xq::fit_options o;
+  o.epochs = 1;
+  o.batch_size = 16;
+  o.seed = 3;
+  o.verbose = false;
+  o.validation = &validation;
+  o.distributed = &ranks;
+  const xq::fit_history h = xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
+  xq::fit_options one = o;
+  one.batch_size = 32;
+  one.distributed = nullptr;
+  const xq::fit_history hr = xq::fit(reference, reference_opt, xq::sparse_softmax_cross_entropy, train, one);
+  const auto [difference, scale] = difference_and_scale(all_values(xq::parameters(model)), all_values(xq::parameters(reference)));
+  const auto& e = h.last();
+  const auto& er = hr.last();
+  const double loss_difference = std::fabs(e.loss - er.loss), val_difference = std::fabs(*e.val_loss - *er.val_loss);
+  if (world.rank() == 0) {
+    std::printf("xq::fit, QAT network with folded batch norms: 2 ranks x batch 16 vs 1 process x batch 32, 1 epoch (%zu steps)\n",
+                e.steps);
+    std::printf("  every parameter, statistic and range: max |difference| %.3g (largest %.3g)\n", difference, scale);
+    std::printf("  loss %.6f vs %.6f, accuracy %.4f vs %.4f, val_loss %.6f vs %.6f, val_accuracy %.4f vs %.4f; samples %zu vs %zu\n",
+                e.loss, er.loss, *e.metric, *er.metric, *e.val_loss, *er.val_loss, *e.val_metric, *er.val_metric,
+                e.samples, er.samples);
+    if (const auto* ov = ranks.overlap())
+      std::printf("  buckets sent during the backward pass: %zu of %zu\n", ov->stats().sent_during, ov->stats().buckets_sent);
+  }
+  if (e.steps != er.steps || e.samples != er.samples) return fail(world, "fit: another number of steps or samples");
+  if (!(difference <= 1e-4 * std::max(scale, 1.0))) return fail(world, "fit: the model is not one process's: " + std::to_string(difference));
+  if (!(loss_difference <= 1e-5 && val_difference <= 1e-5)) return fail(world, "fit: the losses are not one process's");
+  if (*e.metric != *er.metric || *e.val_metric != *er.val_metric) return fail(world, "fit: the accuracies are not one process's");
+
+  // A checkpoint written by rank 0, resumed on 1 rank with batch 32, against 2 ranks going on.
+  const std::string path = "data_parallel_test_checkpoint.xqc";
+  xq::dist::save_checkpoint(path, world, model, opt);
+  xq::fit_options next = o;
+  next.initial_epoch = 1;
+  next.epochs = 2;
+  next.validation = nullptr;
+  xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, next);
+  const xq::dist::communicator alone = world.split(world.rank());  // each rank a job of one
+  auto resumed = make();
+  xq::adam resumed_opt(xq::trainable_parameters(resumed), {1e-3f});
+  xq::dist::load_checkpoint(path, alone, resumed, resumed_opt);
+  xq::dist::data_parallel solo(alone, po);
+  xq::fit_options single = next;
+  single.batch_size = 32;
+  single.distributed = &solo;
+  xq::fit(resumed, resumed_opt, xq::sparse_softmax_cross_entropy, train, single);
+  const auto [resume_difference, resume_scale] =
+      difference_and_scale(all_values(xq::parameters(resumed)), all_values(xq::parameters(model)));
+  if (world.rank() == 0)
+    std::printf("  epoch 2 resumed from rank 0's checkpoint on 1 rank x batch 32 vs 2 ranks x batch 16 going on: max |difference| %.3g (largest %.3g)\n",
+                resume_difference, resume_scale);
+  if (!(resume_difference <= 1e-4 * std::max(resume_scale, 1.0)))
+    return fail(world, "resume: the model resumed on 1 rank is not the 2 ranks' " + std::to_string(resume_difference));
+  world.barrier();
+  if (world.rank() == 0) std::remove(path.c_str());
+
+  // Rank 0 cannot write: every rank hears of it.
+  try {
+    xq::dist::save_checkpoint("no-such-directory/x.xqc", world, model, opt);
+    return fail(world, "a checkpoint into a missing directory was 'saved'");
+  } catch (const xq::io_error& err) {
+    const std::string what = err.what();
+    if (world.rank() == 1 && what.find("rank 0 could not write") == std::string::npos)
+      return fail(world, "rank 1's error does not say rank 0 failed: " + what);
+  }
+  return 0;
+}
+
 int failing_rank(const xq::dist::communicator& world) {
   std::vector<float> x(16, 1.0f);
   if (world.rank() == 1) throw std::runtime_error("a deliberate failure on rank 1");
   world.allreduce(x.data(), x.size(), xq::dist::reduction::sum);  // rank 0 waits here
   return 0;
+}
+
+/// Every rank's verdict: one failing rank fails the job.
+int agreed(const xq::dist::communicator& world, int rc) {
+  float worst = float(rc);
+  world.allreduce(&worst, 1, xq::dist::reduction::max);
+  return worst == 0.0f ? 0 : 1;
 }
 
 int run(int argc, char** argv) {
@@ -274,15 +547,17 @@ int run(int argc, char** argv) {
     const xq::dist::range_sync policy = p == "local"             ? xq::dist::range_sync::local
                                         : p == "rank0_broadcast" ? xq::dist::range_sync::rank0_broadcast
                                                                  : xq::dist::range_sync::allreduce;
-    const int rc = equivalence(world, tracking, policy);
-    // Every rank's verdict: one failing rank fails the job.
-    float worst = float(rc);
-    world.allreduce(&worst, 1, xq::dist::reduction::max);
-    return worst == 0.0f ? 0 : 1;
+    return agreed(world, equivalence(world, tracking, policy));
   }
+  if (mode == "batch_norm" && argc == 3)
+    return agreed(world, batch_norm_equivalence(world, std::string(argv[2]) == "local" ? xq::dist::batch_norm_sync::local
+                                                                                      : xq::dist::batch_norm_sync::synchronized));
+  if (mode == "overlap") return agreed(world, overlap(world));
+  if (mode == "fit_checkpoint") return agreed(world, fit_checkpoint(world));
   std::fprintf(stderr,
                "usage: data_parallel_tests equivalence (last_value|moving_average) (allreduce|rank0_broadcast|local)\n"
-               "       data_parallel_tests failing_rank\n");
+               "       data_parallel_tests batch_norm (synchronized|local)\n"
+               "       data_parallel_tests overlap | fit_checkpoint | failing_rank\n");
   return 2;
 }
 

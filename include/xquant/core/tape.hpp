@@ -43,6 +43,44 @@ inline std::uint64_t next_tape_serial() noexcept {
 }
 }  // namespace detail
 
+/// Told as a backward pass runs its steps (RAII: `backward_listener_scope`, on the thread
+/// that runs `tape::backward`): data-parallel training sends each bucket of finished
+/// gradients to the other ranks while the rest of the backward pass runs
+/// (include/xquant/distributed/data_parallel.hpp). Steps run from the last recorded to the
+/// first; step k is the k-th to run, counted from 0.
+class backward_listener {
+ public:
+  virtual ~backward_listener() = default;
+  /// Before the first step: `steps` will run.
+  virtual void backward_begins(std::size_t steps) = 0;
+  /// After the `k`-th step to run (0-based): every gradient that step added is in place.
+  virtual void step_ran(std::size_t k) = 0;
+
+  /// The one active on this thread, or null.
+  static backward_listener* active() noexcept { return slot(); }
+
+ private:
+  friend class backward_listener_scope;
+  static backward_listener*& slot() noexcept {
+    thread_local backward_listener* l = nullptr;
+    return l;
+  }
+};
+
+/// Makes `l` the active backward_listener on this thread while alive (restores the previous one).
+class backward_listener_scope {
+ public:
+  explicit backward_listener_scope(backward_listener& l) noexcept : previous_(backward_listener::slot()) {
+    backward_listener::slot() = &l;
+  }
+  ~backward_listener_scope() { backward_listener::slot() = previous_; }
+  backward_listener_scope(const backward_listener_scope&) = delete;
+  backward_listener_scope& operator=(const backward_listener_scope&) = delete;
+
+ private:
+  backward_listener* previous_;
+};
+
 /// Records backward steps while alive (the innermost tape on this thread wins).
 class tape {
  public:

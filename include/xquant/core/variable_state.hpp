@@ -45,6 +45,10 @@ struct variable_state {
       : value(std::move(v)), requires_grad(needs_grad) {}
 
   bool has_grad() const noexcept { return has_grad_; }
+  /// How many gradient contributions this value has received since it was made (never
+  /// reset): data-parallel training learns from it which backward step finishes a
+  /// parameter's gradient, and checks that none arrived after it sent the gradient off.
+  std::uint64_t grad_updates() const noexcept { return grad_updates_; }
 
   /// Adds `g` to the gradient (the first contribution is moved in, not added).
   /// Every path to this value contributes: a reused layer, a tied weight.
@@ -58,6 +62,7 @@ struct variable_state {
 
  private:
   bool has_grad_ = false;
+  std::uint64_t grad_updates_ = 0;
 };
 
 }  // namespace xq

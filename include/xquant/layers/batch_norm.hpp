@@ -6,6 +6,9 @@
 /// Training mode (`xq::is_training()`): normalizes with the batch's mean and
 /// biased variance and updates the moving statistics,
 ///   moving = moving * momentum + batch * (1 - momentum).
+/// Under data parallelism (a `sharded_batch` active, core/sharded_batch.hpp) the batch's
+/// statistics are the whole batch's, over every rank's shard, in the forward pass and in
+/// the backward (SyncBatchNorm): the moving statistics then move identically on every rank.
 /// Inference: normalizes with the moving statistics. Both modes have a full
 /// backward (training mode differentiates through the batch mean and variance).
 ///
@@ -29,6 +32,7 @@
 #include "../core/error.hpp"
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
+#include "../core/sharded_batch.hpp"
 #include "../core/tape.hpp"
 #include "../kernels/branchless.hpp"
 #include "../kernels/parallel.hpp"
@@ -86,10 +90,10 @@ XQ_ALWAYS_INLINE float batch_norm_affine(float x, float mean, float scale, float
 struct batch_norm_saved final : relu_absorber {
   batch_norm_saved(var x, var gamma, var beta, bool training, std::size_t rows, std::size_t channels,
                    std::vector<float> mean, std::vector<float> inv_std, std::vector<float> scale,
-                   std::vector<float> offset)
+                   std::vector<float> offset, sharded_batch* shards, double batch_rows)
       : x(std::move(x)), gamma(std::move(gamma)), beta(std::move(beta)), training(training), rows(rows),
         channels(channels), mean(std::move(mean)), inv_std(std::move(inv_std)), scale(std::move(scale)),
-        offset(std::move(offset)) {}
+        offset(std::move(offset)), shards(shards), batch_rows(batch_rows) {}
   void absorb_relu() override { relu_absorbed = true; }
 
   var x, gamma, beta;  // gamma, beta: undefined when absent
@@ -97,6 +101,10 @@ struct batch_norm_saved final : relu_absorber {
   std::size_t rows, channels;
   std::vector<float> mean, inv_std, scale, offset;  // per channel; scale = gamma * inv_std
   bool relu_absorbed = false;
+  /// Training on a shard of the batch (core/sharded_batch.hpp): the other shards, whose
+  /// sums the backward adds to its own, and the whole batch's row count. Else null, rows.
+  sharded_batch* shards;
+  double batch_rows;
 };
 
 /// The backward of ops::batch_norm. With xhat = (x - mean) * inv_std:

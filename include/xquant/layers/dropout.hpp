@@ -6,7 +6,9 @@
 /// masks from its own `std::mt19937` seeded from `seed`, so a run is reproducible,
 /// and `reseed` replays the same masks (what a gradient check needs). Checkpoints
 /// keep the generator's state (`generator_state`), so a resumed run draws the masks
-/// the uninterrupted run would have.
+/// the uninterrupted run would have. Under data parallelism (a `sharded_batch` active for
+/// dropout_masks, core/sharded_batch.hpp) each rank draws the whole batch's masks and keeps
+/// its shard's: the masks one process of the whole batch draws.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "../core/layer.hpp"
 #include "../core/parameter.hpp"
 #include "../core/random.hpp"
+#include "../core/sharded_batch.hpp"
 #include "../core/tape.hpp"
 
 namespace xq {

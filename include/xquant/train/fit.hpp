@@ -47,6 +47,7 @@
 #include "../kernels/thread_governor.hpp"
 #include "../quantizers/model_quantizers.hpp"
 #include "dataset.hpp"
+#include "distributed_training.hpp"
 #include "metrics.hpp"
 #include "progress.hpp"
 
@@ -155,6 +156,10 @@ struct fit_options {
   epoch_callback on_epoch_end;
   progress_options progress;  ///< where and how progress is shown
   thread_policy threads = thread_policy::automatic;  ///< how each step's thread count is chosen
+  /// Data-parallel training (train/distributed_training.hpp; xq::dist::data_parallel over
+  /// MPI): `batch_size` is then each rank's share, and every rank trains on its shard of
+  /// global batches of batch_size × ranks rows. Not owned; null: this process alone.
+  distributed_training* distributed = nullptr;
 };
 
 /// What `evaluate` measured.

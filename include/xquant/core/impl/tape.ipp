@@ -33,11 +33,15 @@ XQ_DECL void tape::backward(const var& output, tensor output_grad) {
   check_backward_output(output);
   backward_ran_ = true;
   output.state()->accumulate_grad(std::move(output_grad));
+  backward_listener* listener = backward_listener::active();
+  const std::size_t total = steps_.size();
+  if (listener) listener->backward_begins(total);
   // Steps are released as they run: each frees what its forward kept alive.
-  for (std::size_t i = steps_.size(); i-- > 0;) {
+  for (std::size_t i = total; i-- > 0;) {
     auto step = std::move(steps_[i]);
     steps_.pop_back();
     step();
+    if (listener) listener->step_ran(total - 1 - i);
   }
   steps_.clear();
 }

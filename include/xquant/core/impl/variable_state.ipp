@@ -13,6 +13,7 @@ XQ_DECL void variable_state::accumulate_grad(tensor&& g) {
     throw argument_error("xq::variable_state::accumulate_grad",
                          detail::concat("a gradient of shape ", detail::shape_string(value.shape())),
                          detail::shape_string(g.shape()));
+  ++grad_updates_;
   if (!has_grad_) {
     grad = std::move(g);
     has_grad_ = true;

@@ -69,11 +69,16 @@ void batch_norm_backward_with(const batch_norm_saved& s, const tensor& dy) {
     tensor dx = tensor::from_shape(s.x.shape());
     float* dxp = dx.data();
     if (s.training) {
-      const double n = static_cast<double>(rows);
+      // Through the whole batch's mean and variance: under data parallelism the sums over
+      // every rank's shard (gamma's and beta's gradients stay this shard's; data
+      // parallelism averages those with the other parameters').
+      std::vector<double> batch_sums = sums;
+      if (s.shards) s.shards->sum(batch_sums.data(), batch_sums.size());
+      const double n = s.batch_rows;
       std::vector<float> mean_dy(C), mean_dyx(C);
       for (std::size_t c = 0; c < C; ++c) {
-        mean_dy[c] = static_cast<float>(sums[c] / n);
-        mean_dyx[c] = static_cast<float>(sums[C + c] / n);
+        mean_dy[c] = static_cast<float>(batch_sums[c] / n);
+        mean_dyx[c] = static_cast<float>(batch_sums[C + c] / n);
       }
       const float *a = mean_dy.data(), *b = mean_dyx.data();
       for_row_blocks(rows, C, reduction_block_rows(C), [&](std::size_t, std::size_t r0, std::size_t r1) {
@@ -147,13 +152,18 @@ XQ_DECL var batch_norm(const var& x, const var& gamma, const var& beta, tensor& 
 
   // The mean and inverse standard deviation used per channel.
   std::vector<float> mean(C), inv_std(C);
+  // Training on a shard of a data-parallel batch: the statistics are the whole batch's.
+  sharded_batch* const shards = training ? sharded_batch::active(batch_dependence::normalization) : nullptr;
+  double batch_rows = static_cast<double>(rows);
   if (training) {
     // One pass over the rows, in double, each channel shifted by its first value
-    // (sums of squares of x - shift: no cancellation when |mean| >> std).
+    // (sums of squares of x - shift: no cancellation when |mean| >> std). Over shards,
+    // the first rank's first row: the whole batch's first, as one process would take.
     std::vector<double> shift(C);
     for (std::size_t c = 0; c < C; ++c) shift[c] = rows ? xp[c] : 0.0;
+    if (shards) shards->from_first(shift.data(), C);
     const double* sh = shift.data();
-    const std::vector<double> sums =
+    std::vector<double> sums =
         detail::channel_sums(rows, C, 2, [&](std::size_t r0, std::size_t r1, double* acc) {
           double* s1 = acc;
           double* s2 = acc + C;
@@ -169,14 +179,19 @@ XQ_DECL var batch_norm(const var& x, const var& gamma, const var& beta, tensor& 
             }
           }
         });
-    const double n = static_cast<double>(rows);
+    if (shards) {
+      sums.push_back(batch_rows);
+      shards->sum(sums.data(), sums.size());
+      batch_rows = sums.back();
+    }
+    const double n = batch_rows;
     // The moving variance takes the UNBIASED batch variance (n / (n - 1) times
     // the biased one; factor 1 for a single row), as TF's fused batch norm and
     // PyTorch do; Keras 3's unfused path would use the biased one.
-    const double unbias = rows > 1 ? n / (n - 1.0) : 1.0;
+    const double unbias = n > 1.0 ? n / (n - 1.0) : 1.0;
     const float keep = momentum, take = 1.0f - momentum;
     for (std::size_t c = 0; c < C; ++c) {
-      if (rows == 0) {
+      if (n == 0.0) {
         mean[c] = 0.0f;
         inv_std[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(epsilon)));
         continue;
@@ -226,7 +241,8 @@ XQ_DECL var batch_norm(const var& x, const var& gamma, const var& beta, tensor& 
   const bool record = needs_grad(x, gamma, beta);  // an undefined var needs none
   if (!record) return var(std::move(y));
   auto saved = std::make_shared<detail::batch_norm_saved>(x, gamma, beta, training, rows, C, std::move(mean),
-                                                          std::move(inv_std), std::move(scale), std::move(offset));
+                                                          std::move(inv_std), std::move(scale), std::move(offset),
+                                                          shards, batch_rows);
   var out = make_result(std::move(y), true, [saved](const tensor& dy) { detail::batch_norm_backward(*saved, dy); });
   out.state()->absorbs_relu = saved;  // relu(norm(x)) masks in this backward (ops::relu)
   return out;

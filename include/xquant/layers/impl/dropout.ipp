@@ -35,11 +35,17 @@ XQ_DECL var dropout(const var& x, float rate, std::mt19937& rng, const std::stri
   tensor y = tensor::from_shape(x.shape());
   const float* xp = x.value().data();
   float* yp = y.data();
+  // On a shard of a data-parallel batch: the whole batch's draws, this shard's kept, so
+  // the masks (and the generator after them) are one process's (core/sharded_batch.hpp).
+  std::size_t before = 0, total = n;
+  if (sharded_batch* shards = sharded_batch::active(batch_dependence::dropout_masks)) before = shards->position(n, total);
+  rng.discard(before);
   for (std::size_t i = 0; i < n; ++i) {
     keep[i] = static_cast<std::uint64_t>(rng()) >= threshold;
     // (x * scale) * mask, in TF's order of operations.
     yp[i] = (xp[i] * scale) * (keep[i] ? 1.0f : 0.0f);
   }
+  rng.discard(total - before - n);
   return make_result(std::move(y), needs_grad(x), [x, keep = std::move(keep), scale](const tensor& dy) {
     tensor dx = tensor::from_shape(x.shape());
     const float* dyp = dy.data();

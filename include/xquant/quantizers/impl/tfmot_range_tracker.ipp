@@ -8,7 +8,7 @@
 
 #include "../../core/fp_environment.hpp"
 #include "../../numerics/range_statistics.hpp"
-#include "../batch_range_reduction.hpp"
+#include "../training_batch_range.hpp"
 #include "../tfmot_range_tracker.hpp"
 
 namespace xq {
@@ -30,16 +30,7 @@ XQ_DECL void tfmot_range_tracker::current(const quantizer_config& c, std::size_t
 XQ_DECL void tfmot_range_tracker::update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l,
                                          vector& min, vector& max, const std::string& where) const {
   const flush_denormals_scope as_in_tensorflow;
-  range_statistics s = measure_range(x, l);
-  const bool own_part_finite = reduce_batch_range(s);  // the whole batch's, under data parallelism
-  if (!s.finite) {
-    if (own_part_finite)
-      throw argument_error(where, "finite values in the training batch (the range is left as it was)",
-                           "NaN or Inf in another rank's part of the batch");
-    const std::size_t at = first_non_finite(x);
-    throw argument_error(where, "finite values in the training batch (the range is left as it was)",
-                         detail::concat(x.data()[at], " at flat index ", at));
-  }
+  range_statistics s = measure_training_batch_range(x, l, where);  // the whole batch's, under data parallelism
   tfmot::range_state batch{std::move(s.min), std::move(s.max)};
   tfmot::adjust_batch_range(batch, {c.num_bits, c.per_channel, c.symmetric, c.narrow_range, c.ema_decay});
   tfmot::range_state state{min, max};

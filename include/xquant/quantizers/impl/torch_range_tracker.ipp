@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "../../numerics/range_statistics.hpp"
-#include "../batch_range_reduction.hpp"
+#include "../training_batch_range.hpp"
 #include "../../numerics/torch_observers.hpp"
 #include "../torch_range_tracker.hpp"
 
@@ -19,16 +19,7 @@ XQ_DECL const torch_range_tracker& torch_range_tracker::instance() {
 
 XQ_DECL void torch_range_tracker::update(const quantizer_config& c, const tensor& x, const kernels::channel_layout& l,
                                          vector& min, vector& max, const std::string& where) const {
-  range_statistics s = measure_range(x, l);
-  const bool own_part_finite = reduce_batch_range(s);  // the whole batch's, under data parallelism
-  if (!s.finite) {
-    if (own_part_finite)
-      throw argument_error(where, "finite values in the training batch (the range is left as it was)",
-                           "NaN or Inf in another rank's part of the batch");
-    const std::size_t at = first_non_finite(x);
-    throw argument_error(where, "finite values in the training batch (the range is left as it was)",
-                         detail::concat(x.data()[at], " at flat index ", at));
-  }
+  range_statistics s = measure_training_batch_range(x, l, where);  // the whole batch's, under data parallelism
   const torch::observer_update u = c.tracking == range_tracking::moving_average ? torch::observer_update::moving_average
                                    : c.tracking == range_tracking::all_values   ? torch::observer_update::min_max
                                                                                 : torch::observer_update::last_value;

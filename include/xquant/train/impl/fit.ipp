@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -192,20 +194,91 @@ class non_trainable_snapshot {
   std::vector<std::pair<parameter_ptr, tensor>> saved_;
 };
 
+/// Rank `d.rank()`'s rows [begin, end) of `n`: equal shares, the first n % ranks ranks one
+/// row more (xq::dist::shard's split).
+XQ_DECL std::pair<std::size_t, std::size_t> rows_of_rank(std::size_t n, const distributed_training& d) {
+  const std::size_t r = static_cast<std::size_t>(d.rank()), k = static_cast<std::size_t>(d.ranks());
+  const std::size_t base = n / k, extra = n % k, begin = r * base + std::min(r, extra);
+  return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+/// This rank's shard of `data` (a copy of its rows).
+XQ_DECL dataset shard_of(const dataset& data, const distributed_training& d) {
+  const auto [begin, end] = rows_of_rank(data.size(), d);
+  std::vector<tensor> inputs, targets;
+  for (std::size_t k = 0; k < data.input_count(); ++k) inputs.push_back(slice_rows(data.input(k), begin, end - begin));
+  for (std::size_t k = 0; k < data.target_count(); ++k) targets.push_back(slice_rows(data.target(k), begin, end - begin));
+  return dataset::of(std::move(inputs), std::move(targets));
+}
+
+/// A rank's batch loss, metric (means over its `count` rows) and count become the whole
+/// batch's; the loss is NaN on every rank when it is not finite on some rank.
+XQ_DECL void combine_over_ranks(distributed_training& d, double& loss, double& metric, std::size_t& count) {
+  const bool finite = std::isfinite(loss);
+  const double c = static_cast<double>(count);
+  double sums[4] = {finite ? loss * c : 0.0, finite ? metric * c : 0.0, c, finite ? 0.0 : 1.0};
+  d.sum(sums, 4);
+  count = static_cast<std::size_t>(sums[2]);
+  if (sums[3] > 0.0) {
+    if (finite) loss = std::numeric_limits<double>::quiet_NaN();  // another rank's
+    return;
+  }
+  loss = sums[2] > 0.0 ? sums[0] / sums[2] : 0.0;
+  metric = sums[2] > 0.0 ? sums[1] / sums[2] : 0.0;
+}
+
+/// A rank's evaluation of its shard becomes the whole data's.
+XQ_DECL void combine_over_ranks(distributed_training& d, evaluation& e) {
+  const double c = static_cast<double>(e.samples);
+  double sums[3] = {e.loss * c, e.metric.value_or(0.0) * c, c};
+  d.sum(sums, 3);
+  e.samples = static_cast<std::size_t>(sums[2]);
+  e.loss = sums[2] > 0.0 ? sums[0] / sums[2] : 0.0;
+  if (e.metric) e.metric = sums[2] > 0.0 ? sums[1] / sums[2] : 0.0;
+}
+
+/// Each value the mean of the ranks' values (every rank has the same names in the same order).
+XQ_DECL void average_over_ranks(distributed_training& d, std::vector<std::pair<std::string, double>>& values) {
+  if (values.empty()) return;
+  std::vector<double> v;
+  for (const auto& [name, value] : values) v.push_back(value);
+  d.sum(v.data(), v.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i].second = v[i] / static_cast<double>(d.ranks());
+}
+
+/// begin_step / end_step around a training step, when training is distributed.
+class distributed_step_scope {
+ public:
+  distributed_step_scope(distributed_training* d, layer_ref model) : d_(d) {
+    if (d_) d_->begin_step(model);
+  }
+  ~distributed_step_scope() {
+    if (d_) d_->end_step();
+  }
+  distributed_step_scope(const distributed_step_scope&) = delete;
+  distributed_step_scope& operator=(const distributed_step_scope&) = delete;
+
+ private:
+  distributed_training* d_;
+};
+
 XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& opt, const dataset& train,
                             const fit_options& opts) {
   check_fit_arguments(train, opts);
   const std::size_t n = train.size();
   set_paths(target.model, "");
+  distributed_training* const dist = opts.distributed;
+  const std::size_t ranks = dist ? static_cast<std::size_t>(dist->ranks()) : 1;
+  const std::size_t global_batch = opts.batch_size * ranks;  // every rank's shard together
 
-  std::size_t steps = batch_count(n, opts.batch_size);
+  std::size_t steps = batch_count(n, global_batch);
   if (opts.max_steps_per_epoch) steps = std::min(steps, opts.max_steps_per_epoch);
   const bool has_metric = static_cast<bool>(opts.metric);
 
   fit_history history;
   history.metric_name = has_metric ? opts.metric_name : std::string();
   progress_options shown = opts.progress;
-  if (!opts.verbose) shown.style = progress_style::silent;
+  if (!opts.verbose || (dist && dist->rank() != 0)) shown.style = progress_style::silent;
   progress bar(opts.epochs, steps, history.metric_name, shown);
 
   std::mt19937 rng(opts.seed);
@@ -218,6 +291,11 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
                         (opts.threads == thread_policy::automatic && deterministic());
   std::optional<kernels::thread_governor> governor;
   if (adaptive) governor.emplace();
+  // Under data parallelism each rank validates its shard of the validation data.
+  std::optional<dataset> validation_shard;
+  if (dist && opts.validation) validation_shard = shard_of(*opts.validation, *dist);
+  const dataset* validation = validation_shard ? &*validation_shard : opts.validation;
+  if (dist) dist->begin_training(target.model);
   opt.zero_grad(opt.object);
   for (std::size_t epoch = opts.initial_epoch + 1; epoch <= opts.epochs; ++epoch) {
     const std::vector<std::size_t> order = opts.shuffle ? shuffled_order(n, rng) : sequential_order(n);
@@ -227,14 +305,18 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
     reset_quantizer_metrics(target.model);
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t s = 0; s < steps; ++s) {
-      batch b = make_batch(train, order, s * opts.batch_size, opts.batch_size);
-      const std::size_t count = b.size();
-      double batch_loss = 0.0;
+      const std::size_t first = s * global_batch, global_count = std::min(global_batch, n - first);
+      const auto [shard_begin, shard_end] =
+          dist ? rows_of_rank(global_count, *dist) : std::pair<std::size_t, std::size_t>{0, global_count};
+      batch b = make_batch(train, order, first + shard_begin, shard_end - shard_begin);
+      std::size_t count = b.size();
+      double batch_loss = 0.0, batch_metric = 0.0;
       std::optional<kernels::thread_governor::step_scope> timed;
       if (governor) timed.emplace(*governor);
       before_step.take(target.model);
       try {
         {
+          distributed_step_scope distributed_step(dist, target.model);
           training_mode training(true);
           tape t;
           // The first step also checks that the forward code calls only the model's children.
@@ -246,14 +328,22 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
           inputs.clear();
           var l = target.loss_value_of(out, targets, "xq::fit");
           batch_loss = loss_value(l, "xq::fit");
+          if (has_metric && std::isfinite(batch_loss)) batch_metric = opts.metric(out.at(0).value(), targets[0].value());
+          // Under data parallelism: the whole batch's loss and metric, and every rank stops
+          // when any rank's loss is not finite.
+          if (dist) combine_over_ranks(*dist, batch_loss, batch_metric, count);
           if (!std::isfinite(batch_loss)) {
             history.non_finite_loss = non_finite_loss_stop{epoch, s + 1, batch_loss};
           } else {
-            if (has_metric) metric_mean.add(opts.metric(out.at(0).value(), targets[0].value()), static_cast<double>(count));
+            if (has_metric) metric_mean.add(batch_metric, static_cast<double>(count));
             t.backward(l);
+            if (dist) dist->average_gradients(target.model);
           }
         }
-        if (!history.non_finite_loss) opt.step(opt.object);
+        if (!history.non_finite_loss) {
+          opt.step(opt.object);
+          if (dist) dist->after_update(target.model);
+        }
       } catch (...) {
         before_step.restore();
         opt.zero_grad(opt.object);
@@ -280,8 +370,10 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
     r.loss = loss_mean.mean();
     if (has_metric && steps_run > 0) r.metric = metric_mean.mean();
     r.quantizer_metrics = quantizer_metrics(target.model);
-    if (opts.validation) {
-      const evaluation v = run_evaluate(target, *opts.validation, opts.batch_size, opts.metric);
+    if (dist) average_over_ranks(*dist, r.quantizer_metrics);
+    if (validation) {
+      evaluation v = run_evaluate(target, *validation, opts.batch_size, opts.metric);
+      if (dist) combine_over_ranks(*dist, v);
       r.val_loss = v.loss;
       r.val_metric = v.metric;
     }
