@@ -21,6 +21,9 @@
 //       process x batch 32 (parameters, statistics, ranges, loss and accuracy); a
 //       checkpoint written by rank 0 resumed on 1 rank (batch 32) against 2 ranks going
 //       on; a checkpoint rank 0 cannot write fails on every rank.
+//   data_parallel_tests calibration
+//       xq::dist::calibrate with every calibration method, 2 ranks on their shards of each
+//       batch against xq::calibrate in one process: the same ranges, bit for bit.
 //   data_parallel_tests failing_rank
 //       rank 1 throws while rank 0 waits in an allreduce: the job must end non-zero (CTest
 //       WILL_FAIL), never hang (CTest TIMEOUT).
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include <xquant/distributed/data_parallel.hpp>
+#include <xquant/distributed/distributed_calibration.hpp>
 #include <xquant/distributed/distributed_checkpoint.hpp>
 #include <xquant/xquant.hpp>
 
@@ -73,10 +77,11 @@ auto built(Make make) {
 
 /// Its QAT twin (the batch norms folded into the convs when `fold`).
 template <class Make>
-auto qat_of(Make make, xq::range_tracking tracking, bool fold = false) {
+auto qat_of(Make make, xq::range_tracking tracking, bool fold = false, bool symmetric_inputs = true) {
   auto model = built(make);
   xq::quantize_options qo;
   qo.scheme.input.tracking = tracking;
+  qo.scheme.input.symmetric = symmetric_inputs;
   qo.fold_batch_norm = fold;
   return xq::quantize_model(model, qo, {1, 12, 12, 1});
 }
@@ -522,6 +527,52 @@ int fit_checkpoint(const xq::dist::communicator& world) {
   return 0;
 }
 
+/// Post-training calibration, every method: 2 ranks each on their shard of every batch
+/// against one process on all of it. The histograms' counts are integers, so the ranges
+/// must be the same bits.
+int calibration(const xq::dist::communicator& world) {
+  const xq::dataset data = deploy_test::quadrant_data(300, 29);  // batches of 64: the last of 44
+  const xq::calibration_method methods[] = {xq::calibration_method::max, xq::calibration_method::nvidia_entropy,
+                                            xq::calibration_method::nvidia_mse, xq::calibration_method::nvidia_percentile,
+                                            xq::calibration_method::torch_histogram, xq::calibration_method::ort_percentile};
+  for (const bool symmetric : {true, false})
+    for (const xq::calibration_method m : methods) {
+      auto ranked = qat_of(make_norm_net, xq::range_tracking::last_value, true, symmetric);
+      auto alone = qat_of(make_norm_net, xq::range_tracking::last_value, true, symmetric);
+      auto shard_alone = qat_of(make_norm_net, xq::range_tracking::last_value, true, symmetric);
+      xq::calibration_options o;
+      o.method = m;
+      o.batch_size = 64;
+      xq::dist::calibrate(ranked, data.inputs, world, o);
+      xq::calibrate(alone, data.inputs, o);
+      // What a rank calibrating its own half alone would set: not the whole data's.
+      const auto [begin, end] = xq::dist::shard(data.size(), world.rank(), world.size());
+      xq::calibrate(shard_alone, rows(data, begin, end).inputs, o);
+      const std::vector<float> a = ranges(ranked), b = ranges(alone), h = ranges(shard_alone);
+      std::size_t identical = 0, identical_alone = 0;
+      for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) identical += a[i] == b[i];
+      for (std::size_t i = 0; i < h.size() && i < b.size(); ++i) identical_alone += h[i] == b[i];
+      if (world.rank() == 0)
+        std::printf("calibration %s, %s inputs, 2 ranks on their shards of each batch of 64 vs 1 process: %zu of %zu "
+                    "range values identical (rank 0 on its half alone: %zu)\n",
+                    xq::to_string(m), symmetric ? "symmetric" : "asymmetric", identical, b.size(), identical_alone);
+      if (a.size() != b.size() || identical != b.size())
+        return fail(world, std::string("calibration ") + xq::to_string(m) + ": ranges other than one process's");
+      if (m == xq::calibration_method::torch_histogram && identical_alone == b.size())
+        return fail(world, "calibration: a rank's half alone gave the whole data's ranges (the test cannot tell)");
+    }
+  // A last batch too small to split: refused on every rank, before anything runs.
+  auto model = qat_of(make_norm_net, xq::range_tracking::last_value, true);
+  xq::calibration_options o;
+  o.batch_size = 299;
+  try {
+    xq::dist::calibrate(model, data.inputs, world, o);
+    return fail(world, "a last batch of 1 sample for 2 ranks was accepted");
+  } catch (const xq::argument_error&) {
+  }
+  return 0;
+}
+
 int failing_rank(const xq::dist::communicator& world) {
   std::vector<float> x(16, 1.0f);
   if (world.rank() == 1) throw std::runtime_error("a deliberate failure on rank 1");
@@ -554,10 +605,11 @@ int run(int argc, char** argv) {
                                                                                       : xq::dist::batch_norm_sync::synchronized));
   if (mode == "overlap") return agreed(world, overlap(world));
   if (mode == "fit_checkpoint") return agreed(world, fit_checkpoint(world));
+  if (mode == "calibration") return agreed(world, calibration(world));
   std::fprintf(stderr,
                "usage: data_parallel_tests equivalence (last_value|moving_average) (allreduce|rank0_broadcast|local)\n"
                "       data_parallel_tests batch_norm (synchronized|local)\n"
-               "       data_parallel_tests overlap | fit_checkpoint | failing_rank\n");
+               "       data_parallel_tests overlap | fit_checkpoint | calibration | failing_rank\n");
   return 2;
 }
 

@@ -25,6 +25,7 @@
 /// Without one active (the default) nothing changes; this header needs no MPI.
 
 #include <cstddef>
+#include <vector>
 
 namespace xq {
 
@@ -60,6 +61,15 @@ class sharded_batch {
     return s[static_cast<int>(k)];
   }
 };
+
+/// Counts (a histogram of this rank's shard) summed over the ranks, in place: exact while
+/// each total is below 2^53 (2^24 for float counts).
+template <class T>
+void sum_over_shards(sharded_batch& shards, std::vector<T>& counts) {
+  std::vector<double> wide(counts.begin(), counts.end());
+  shards.sum(wide.data(), wide.size());
+  for (std::size_t k = 0; k < counts.size(); ++k) counts[k] = static_cast<T>(wide[k]);
+}
 
 /// Makes `s` the active sharded_batch for dependence `k` on this thread while alive
 /// (restores the previous one).

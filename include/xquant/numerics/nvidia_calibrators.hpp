@@ -61,6 +61,7 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
+#include "../core/sharded_batch.hpp"
 #include "../core/tensor.hpp"
 
 namespace xq::nvidia {
@@ -116,8 +117,13 @@ class histogram_calibrator {
 
   /// Adds |x| of n values to the histogram (argument_error for an empty batch, one that
   /// skip_zeros leaves empty, or NaN/±Inf; nothing recorded then).
-  void collect(const float* data, std::size_t n);
-  void collect(const tensor& x) { collect(x.data(), x.size()); }
+  ///
+  /// `whole_batch`: the ranks holding the other shards of this batch (data-parallel
+  /// calibration, core/sharded_batch.hpp): the sign test, the maximum and the counts are the
+  /// whole batch's, so every rank's histogram is the one a single process collecting the
+  /// whole batch would hold. Every rank must call it, even on an empty shard.
+  void collect(const float* data, std::size_t n, sharded_batch* whole_batch = nullptr);
+  void collect(const tensor& x, sharded_batch* whole_batch = nullptr) { collect(x.data(), x.size(), whole_batch); }
 
   /// The amax of the histogram so far (argument_error before any data, or for options the
   /// peer fails on: stride < 1, start_bin < 1 (entropy) or < 0 (mse), no candidate bin, a

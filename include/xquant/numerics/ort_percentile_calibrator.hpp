@@ -38,6 +38,7 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
+#include "../core/sharded_batch.hpp"
 #include "../core/tensor.hpp"
 
 namespace xq::ort {
@@ -57,8 +58,13 @@ class percentile_calibrator {
 
   /// Adds a batch of n values (argument_error for an empty batch or NaN/±Inf; nothing
   /// recorded then).
-  void collect(const float* data, std::size_t n);
-  void collect(const tensor& x) { collect(x.data(), x.size()); }
+  ///
+  /// `whole_batch`: the ranks holding the other shards of this batch (data-parallel
+  /// calibration, core/sharded_batch.hpp): the range and the counts are the whole batch's,
+  /// so every rank's histogram is the one a single process collecting the whole batch would
+  /// hold. Every rank must call it, even on an empty shard.
+  void collect(const float* data, std::size_t n, sharded_batch* whole_batch = nullptr);
+  void collect(const tensor& x, sharded_batch* whole_batch = nullptr) { collect(x.data(), x.size(), whole_batch); }
 
   /// `compute_percentile`: (min, max) of the calibrated range (argument_error before any data).
   std::pair<float, float> compute_range() const;

@@ -44,6 +44,7 @@
 
 #include "../config.hpp"
 #include "../core/error.hpp"
+#include "../core/sharded_batch.hpp"
 #include "../core/tensor.hpp"
 #include "torch_observers.hpp"
 
@@ -67,8 +68,13 @@ class histogram_observer {
   explicit histogram_observer(histogram_observer_options options = {});
 
   /// Records a batch of n values (`forward`; argument_error for NaN/±Inf, nothing recorded then).
-  void collect(const float* data, std::size_t n);
-  void collect(const tensor& x) { collect(x.data(), x.size()); }
+  ///
+  /// `whole_batch`: the ranks holding the other shards of this batch (data-parallel
+  /// calibration, core/sharded_batch.hpp): the range and the counts are the whole batch's,
+  /// so every rank's histogram is the one a single process collecting the whole batch would
+  /// hold. Every rank must call it, even on an empty shard.
+  void collect(const float* data, std::size_t n, sharded_batch* whole_batch = nullptr);
+  void collect(const tensor& x, sharded_batch* whole_batch = nullptr) { collect(x.data(), x.size(), whole_batch); }
 
   /// `_non_linear_param_search`: the (new_min, new_max) that the qparams come from
   /// (argument_error before any data).

@@ -16,6 +16,11 @@
 /// passes each quantizer's range is set: [-amax, amax] from NVIDIA's |x| calibrators,
 /// [min, max] from PyTorch's HistogramObserver and onnxruntime's percentile. Nothing else
 /// changes: no weight, no batch-norm statistic (inference mode), no training-batch counter.
+///
+/// Data-parallel calibration (a `sharded_batch` active for quantizer ranges, as
+/// xq::dist::calibrate makes it): each batch is a rank's shard, and every calibrator collects
+/// the whole batch (the ranges' extremes taken over the ranks, the histograms' counts
+/// summed), so every rank ends with the ranges one process calibrating on all of it sets.
 
 #include <cstddef>
 #include <memory>
@@ -24,6 +29,7 @@
 
 #include "../config.hpp"
 #include "../core/mode.hpp"
+#include "../core/sharded_batch.hpp"
 #include "../core/tape.hpp"
 #include "../core/tensor.hpp"
 #include "calibration_sink.hpp"

@@ -105,11 +105,19 @@ XQ_DECL histogram_calibrator::histogram_calibrator(histogram_options options) : 
   detail::check_bits(options.num_bits, where);
 }
 
-XQ_DECL void histogram_calibrator::collect(const float* data, std::size_t n) {
+XQ_DECL void histogram_calibrator::collect(const float* data, std::size_t n, sharded_batch* whole_batch) {
   constexpr const char* where = "nvidia.histogram_calibrator.collect";
-  detail::require_batch(data, n, where);
+  if (whole_batch) detail::require_finite(data, n, where);  // an empty shard is fine
+  else detail::require_batch(data, n, where);
   // `if torch.min(x) < 0: x = x.abs()`, then skip_zeros drops the (signed) zeros.
-  const bool negative = *std::min_element(data, data + n) < 0.0f;
+  float lowest = n ? *std::min_element(data, data + n) : std::numeric_limits<float>::infinity();
+  if (whole_batch) {  // the whole batch's minimum, and whether any rank has a value
+    float packed[2] = {lowest, n ? -1.0f : 0.0f};
+    whole_batch->min(packed, 2);
+    if (packed[1] == 0.0f) throw argument_error(where, "a non-empty batch", "0 values on every rank");
+    lowest = packed[0];
+  }
+  const bool negative = lowest < 0.0f;
   std::vector<float> x;
   x.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -117,11 +125,24 @@ XQ_DECL void histogram_calibrator::collect(const float* data, std::size_t n) {
     if (options_.skip_zeros && v == 0.0f) continue;
     x.push_back(v);
   }
-  if (x.empty()) throw argument_error(where, "a non-zero value in the batch (skip_zeros)", "only zeros");
-  float x_max = x[0];  // torch.max: the first of equal values, NaN excluded above
+  // torch.max: the first of equal values, NaN excluded above; over every shard.
+  float x_max = -std::numeric_limits<float>::infinity();
   for (float v : x) x_max = v > x_max ? v : x_max;
+  if (whole_batch) {
+    float m = -x_max;
+    whole_batch->min(&m, 1);
+    x_max = -m;
+  }
+  if (x_max == -std::numeric_limits<float>::infinity())
+    throw argument_error(where, "a non-zero value in the batch (skip_zeros)", "only zeros");
+  // This batch's counts on `bins` bins over [0, top]: over every shard, the whole batch's.
+  auto batch_counts = [&](std::int64_t bins, double top) {
+    std::vector<float> counts = torch::cpu::histc(x.data(), x.size(), bins, 0.0, top);
+    if (whole_batch) sum_over_shards(*whole_batch, counts);
+    return counts;
+  };
   if (hist_.empty()) {
-    std::vector<float> hist = torch::cpu::histc(x.data(), x.size(), options_.num_bins, 0.0, double(x_max));
+    std::vector<float> hist = batch_counts(options_.num_bins, double(x_max));
     edges_ = torch::cpu::linspace(0.0f, x_max, options_.num_bins + 1);
     hist_ = std::move(hist);
     return;
@@ -139,7 +160,7 @@ XQ_DECL void histogram_calibrator::collect(const float* data, std::size_t n) {
     bins = std::int64_t(double(ratio));
     edges = torch::cpu::arange(0.0, double(x_max + width), double(width));
   }
-  std::vector<float> hist = torch::cpu::histc(x.data(), x.size(), bins, 0.0, double(edges.back()));
+  std::vector<float> hist = batch_counts(bins, double(edges.back()));
   for (std::size_t k = 0; k < hist_.size() && k < hist.size(); ++k) hist[k] += hist_[k];
   hist_ = std::move(hist);
   edges_ = std::move(edges);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -52,10 +53,10 @@ XQ_DECL void percentile_calibrator::reset() noexcept {
   min_ = max_ = threshold_ = 0.0f;
 }
 
-XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n) {
+XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n, sharded_batch* whole_batch) {
   constexpr const char* where = "ort.percentile_calibrator.collect";
-  if (n == 0) throw argument_error(where, "a non-empty batch", "0 values");
-  float lo = data[0], hi = data[0];
+  if (n == 0 && !whole_batch) throw argument_error(where, "a non-empty batch", "0 values");
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
   for (std::size_t i = 0; i < n; ++i) {
     if (!std::isfinite(data[i]))
       throw argument_error(where, "finite values in the batch (nothing was recorded)",
@@ -63,6 +64,22 @@ XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n) {
     lo = std::min(lo, data[i]);
     hi = std::max(hi, data[i]);
   }
+  // Over every shard: the whole batch's minimum, maximum and maximum |x|.
+  float abs_max = std::max(std::fabs(lo), std::fabs(hi));
+  if (n == 0) abs_max = -std::numeric_limits<float>::infinity();
+  if (whole_batch) {
+    float packed[3] = {lo, -hi, -abs_max};
+    whole_batch->min(packed, 3);
+    lo = packed[0];
+    hi = -packed[1];
+    abs_max = -packed[2];
+    if (lo > hi) throw argument_error(where, "a non-empty batch", "0 values on every rank");
+  }
+  // This batch's counts: over every shard, the whole batch's.
+  auto summed = [&](auto counts) {
+    if (whole_batch) sum_over_shards(*whole_batch, counts);
+    return counts;
+  };
   const bool first = hist_.empty();
   // Python's min/max of numpy scalars keep the first of equal values
   const float new_min = first ? lo : (lo < min_ ? lo : min_);
@@ -72,18 +89,22 @@ XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n) {
     std::vector<float> a(n);
     for (std::size_t i = 0; i < n; ++i) a[i] = std::fabs(data[i]);
     if (first) {
-      numpy::histogram_result r = numpy::histogram_uniform(a.data(), n, options_.num_bins);
-      hist_ = std::move(r.counts);
+      // np.histogram(|x|, bins): the range is |x|'s own minimum and maximum.
+      float a_min = std::numeric_limits<float>::infinity();
+      for (float v : a) a_min = std::min(a_min, v);
+      if (whole_batch) whole_batch->min(&a_min, 1);
+      numpy::histogram_result r = numpy::histogram_uniform(a.data(), n, options_.num_bins, a_min, abs_max);
+      hist_ = summed(std::move(r.counts));
       edges_ = std::move(r.edges);
     } else {
-      const float temp_amax = *std::max_element(a.begin(), a.end());
+      const float temp_amax = abs_max;
       std::vector<float> edges = edges_;
       if (temp_amax > edges.back()) {
         const float width = edges[1] - edges[0];
         const std::vector<float> more = numpy::arange(edges.back() + width, temp_amax + width, width);
         edges.insert(edges.end(), more.begin(), more.end());
       }
-      std::vector<std::int64_t> hist = numpy::histogram_edges(a.data(), n, edges);
+      std::vector<std::int64_t> hist = summed(numpy::histogram_edges(a.data(), n, edges));
       for (std::size_t k = 0; k < hist_.size(); ++k) hist[k] += hist_[k];
       hist_ = std::move(hist);
       edges_ = std::move(edges);
@@ -97,15 +118,17 @@ XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n) {
   const float t = std::fabs(hi) > std::fabs(lo) ? std::fabs(hi) : std::fabs(lo);
   if (first) {
     numpy::histogram_result r = numpy::histogram_uniform(data, n, options_.num_bins, -t, t);
-    hist_ = std::move(r.counts);
+    hist_ = summed(std::move(r.counts));
     edges_ = std::move(r.edges);
     threshold_ = t;
   } else if (t <= threshold_) {  // merge_histogram, within the old range
     numpy::histogram_result r =
         numpy::histogram_uniform(data, n, std::int64_t(hist_.size()), -threshold_, threshold_);
+    r.counts = summed(std::move(r.counts));
     for (std::size_t k = 0; k < hist_.size(); ++k) hist_[k] = r.counts[k] + hist_[k];
   } else if (threshold_ == 0.0f) {  // the old range was [-0.5, 0.5]: counts added bin for bin
     numpy::histogram_result r = numpy::histogram_uniform(data, n, std::int64_t(hist_.size()), -t, t);
+    r.counts = summed(std::move(r.counts));
     for (std::size_t k = 0; k < hist_.size(); ++k) r.counts[k] += hist_[k];
     hist_ = std::move(r.counts);
     edges_ = std::move(r.edges);
@@ -117,6 +140,7 @@ XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n) {
     const std::int64_t bins = old_bins + 2 * half;
     const float new_t = float(half) * old_stride + threshold_;
     numpy::histogram_result r = numpy::histogram_uniform(data, n, bins, -new_t, new_t);
+    r.counts = summed(std::move(r.counts));
     for (std::int64_t k = 0; k < old_bins; ++k) r.counts[std::size_t(half + k)] += hist_[std::size_t(k)];
     hist_ = std::move(r.counts);
     edges_ = std::move(r.edges);

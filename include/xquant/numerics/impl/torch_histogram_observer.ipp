@@ -73,10 +73,9 @@ XQ_DECL void histogram_observer::reset() noexcept {
   max_val_ = -std::numeric_limits<float>::infinity();
 }
 
-XQ_DECL void histogram_observer::collect(const float* data, std::size_t n) {
+XQ_DECL void histogram_observer::collect(const float* data, std::size_t n, sharded_batch* whole_batch) {
   constexpr const char* where = "torch.histogram_observer.collect";
-  if (n == 0) return;  // forward returns an empty input unchanged
-  float x_min = data[0], x_max = data[0];
+  float x_min = std::numeric_limits<float>::infinity(), x_max = -x_min;
   for (std::size_t i = 0; i < n; ++i) {
     if (!std::isfinite(data[i]))
       throw argument_error(where, "finite values in the batch (nothing was recorded)",
@@ -84,16 +83,29 @@ XQ_DECL void histogram_observer::collect(const float* data, std::size_t n) {
     x_min = data[i] < x_min ? data[i] : x_min;
     x_max = data[i] > x_max ? data[i] : x_max;
   }
+  if (whole_batch) {  // the whole batch's minimum and maximum (one minimum over [min, -max])
+    float packed[2] = {x_min, -x_max};
+    whole_batch->min(packed, 2);
+    x_min = packed[0];
+    x_max = -packed[1];
+  }
+  if (x_min > x_max) return;  // forward returns an empty input unchanged
+  // This batch's counts over [lo, hi]: over every shard, the whole batch's.
+  auto batch_counts = [&](std::int64_t bins, float lo, float hi) {
+    std::vector<float> counts = cpu::histc(data, n, bins, double(lo), double(hi));
+    if (whole_batch) sum_over_shards(*whole_batch, counts);
+    return counts;
+  };
   const std::int64_t bins = options_.bins;
   if (empty()) {  // reset_histogram
     min_val_ = x_min;
     max_val_ = x_max;
-    histogram_ = cpu::histc(data, n, bins, double(x_min), double(x_max));
+    histogram_ = batch_counts(bins, x_min, x_max);
     return;
   }
   const float cur_min = min_val_, cur_max = max_val_;
   const float new_min = std::min(cur_min, x_min), new_max = std::max(cur_max, x_max);
-  std::vector<float> update = cpu::histc(data, n, bins, double(new_min), double(new_max));
+  std::vector<float> update = batch_counts(bins, new_min, new_max);
   if (new_min == cur_min && new_max == cur_max) {
     for (std::size_t k = 0; k < update.size(); ++k) histogram_[k] = histogram_[k] + update[k];
     return;

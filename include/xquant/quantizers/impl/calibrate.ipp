@@ -92,6 +92,9 @@ XQ_DECL void calibration_session::collect(const fake_quantizer& q, const tensor&
   for (float v : x)
     if (!std::isfinite(v))
       throw argument_error(q.path(), "finite calibration inputs", xq::detail::concat(v, " in a calibration batch"));
+  // Data-parallel calibration (distributed/distributed_calibration.hpp): this batch is one
+  // rank's shard, and every calibrator collects the whole batch.
+  sharded_batch* const shards = sharded_batch::active(batch_dependence::quantizer_range);
   if (s->per_channel || options_.method == calibration_method::max) {
     const kernels::channel_layout l = s->per_channel
                                           ? kernels::channel_layout::of(x.shape(), c.channel_axis, q.path().c_str())
@@ -110,11 +113,21 @@ XQ_DECL void calibration_session::collect(const fake_quantizer& q, const tensor&
           s->lo[ch] = std::min(s->lo[ch], x.data()[i]);
           s->hi[ch] = std::max(s->hi[ch], x.data()[i]);
         }
+    if (shards) {  // the running minimum and maximum over every rank's shards
+      std::vector<float> packed(s->lo);
+      for (float h : s->hi) packed.push_back(-h);
+      shards->min(packed.data(), packed.size());
+      const std::size_t C = s->lo.size();
+      for (std::size_t ch = 0; ch < C; ++ch) {
+        s->lo[ch] = packed[ch];
+        s->hi[ch] = -packed[C + ch];
+      }
+    }
     return;
   }
-  if (s->nvidia) s->nvidia->collect(x);
-  if (s->torch) s->torch->collect(x);
-  if (s->ort) s->ort->collect(x);
+  if (s->nvidia) s->nvidia->collect(x, shards);
+  if (s->torch) s->torch->collect(x, shards);
+  if (s->ort) s->ort->collect(x, shards);
 }
 
 XQ_DECL calibration_result calibration_session::finish(const std::vector<fake_quantizer*>& quantizers,
