@@ -450,7 +450,8 @@ int overlap(const xq::dist::communicator& world) {
 }
 
 int fit_checkpoint(const xq::dist::communicator& world) {
-  const xq::dataset train = deploy_test::quadrant_data(320, 19), validation = deploy_test::quadrant_data(101, 23);
+  // 331 images: 10 batches of 32 and a last one of 11, split 6 + 5 (unequal shards).
+  const xq::dataset train = deploy_test::quadrant_data(331, 19), validation = deploy_test::quadrant_data(101, 23);
   auto make = [] { return qat_of(make_norm_net, xq::range_tracking::moving_average, true); };
   auto model = make(), reference = make();
   xq::adam opt(xq::trainable_parameters(model), {1e-3f}), reference_opt(xq::trainable_parameters(reference), {1e-3f});

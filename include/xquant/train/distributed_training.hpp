@@ -7,7 +7,10 @@
 /// With one given, `fit` on each rank:
 ///  - calls `begin_training` first (every rank starts from the first rank's parameters);
 ///  - draws the same seeded order every rank draws, cuts it into global batches of
-///    `batch_size` × ranks rows, and trains on its shard of each (xq::dist::shard's split);
+///    `batch_size` × ranks rows, and trains on its shard of each (xq::dist::shard's split;
+///    a last batch with fewer rows than ranks is dropped). Each shard's loss is weighted by
+///    its share of the batch, so unequal shards (a last, partial batch) still average to
+///    the whole batch's gradient;
 ///  - runs each step's forward and backward passes between `begin_step` and `end_step`,
 ///    and calls `average_gradients` after the backward pass, before the optimizer's step;
 ///  - sums the loss, the metric and the sample counts over the ranks (`sum`) for the

@@ -272,6 +272,8 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   const std::size_t global_batch = opts.batch_size * ranks;  // every rank's shard together
 
   std::size_t steps = batch_count(n, global_batch);
+  // Under data parallelism a last batch with fewer rows than ranks cannot be split: dropped.
+  if (dist && steps > 0 && n - (steps - 1) * global_batch < ranks) --steps;
   if (opts.max_steps_per_epoch) steps = std::min(steps, opts.max_steps_per_epoch);
   const bool has_metric = static_cast<bool>(opts.metric);
 
@@ -331,13 +333,24 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
           if (has_metric && std::isfinite(batch_loss)) batch_metric = opts.metric(out.at(0).value(), targets[0].value());
           // Under data parallelism: the whole batch's loss and metric, and every rank stops
           // when any rank's loss is not finite.
+          const std::size_t shard_rows = count;
           if (dist) combine_over_ranks(*dist, batch_loss, batch_metric, count);
           if (!std::isfinite(batch_loss)) {
             history.non_finite_loss = non_finite_loss_stop{epoch, s + 1, batch_loss};
           } else {
             if (has_metric) metric_mean.add(batch_metric, static_cast<double>(count));
-            t.backward(l);
-            if (dist) dist->average_gradients(target.model);
+            if (dist) {
+              // The shard's mean loss weighted by its share of the batch (times the ranks,
+              // whose average follows): with unequal shards the gradients are still the
+              // whole batch's mean's, in batch_norm's backward sums too.
+              const double weight = static_cast<double>(shard_rows * ranks) / static_cast<double>(count);
+              tensor seed = tensor::from_shape(l.value().shape());
+              std::fill(seed.begin(), seed.end(), static_cast<float>(weight));
+              t.backward(l, std::move(seed));
+              dist->average_gradients(target.model);
+            } else {
+              t.backward(l);
+            }
           }
         }
         if (!history.non_finite_loss) {
