@@ -20,7 +20,8 @@
 //       xq::fit with xq::dist::data_parallel, 2 ranks x batch 16 against xq::fit in one
 //       process x batch 32 (parameters, statistics, ranges, loss and accuracy); a
 //       checkpoint written by rank 0 resumed on 1 rank (batch 32) against 2 ranks going
-//       on; a checkpoint rank 0 cannot write fails on every rank.
+//       on; broadcast_training_state makes every rank's model and Adam state rank 0's; a
+//       checkpoint rank 0 cannot write fails on every rank.
 //   data_parallel_tests calibration
 //       xq::dist::calibrate with every calibration method, 2 ranks on their shards of each
 //       batch against xq::calibrate in one process: the same ranges, bit for bit.
@@ -515,6 +516,18 @@ int fit_checkpoint(const xq::dist::communicator& world) {
     return fail(world, "resume: the model resumed on 1 rank is not the 2 ranks' " + std::to_string(resume_difference));
   world.barrier();
   if (world.rank() == 0) std::remove(path.c_str());
+
+  // Rank 1's model and optimizer moved off; broadcast_training_state brings back rank 0's.
+  if (world.rank() == 1) {
+    for (const auto& p : xq::parameters(model))
+      for (float& v : p->value) v += 0.25f;
+    for (auto& st : opt.state())
+      for (float& v : st.exp_avg) v += 1.0f;
+  }
+  xq::dist::broadcast_training_state(world, model, opt);
+  std::vector<float> state = all_values(xq::parameters(model));
+  for (const auto& st : opt.state()) state.insert(state.end(), st.exp_avg.begin(), st.exp_avg.end());
+  if (!same_on_every_rank(world, state)) return fail(world, "broadcast_training_state left the ranks' states apart");
 
   // Rank 0 cannot write: every rank hears of it.
   try {

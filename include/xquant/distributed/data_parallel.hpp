@@ -118,9 +118,7 @@ void sync_quantizer_ranges(Model& model, const communicator& c, range_sync polic
 inline std::pair<std::size_t, std::size_t> shard(std::size_t n, int rank, int ranks) {
   if (ranks <= 0 || rank < 0 || rank >= ranks)
     throw argument_error("xq::dist::shard", "a rank in [0, ranks)", std::to_string(rank) + " of " + std::to_string(ranks));
-  const std::size_t r = std::size_t(rank), k = std::size_t(ranks), base = n / k, extra = n % k;
-  const std::size_t begin = r * base + std::min(r, extra);
-  return {begin, begin + base + (r < extra ? 1 : 0)};
+  return shard_rows(n, std::size_t(rank), std::size_t(ranks));
 }
 
 /// How batch_norm's training statistics are computed under data parallelism.

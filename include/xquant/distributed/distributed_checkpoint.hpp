@@ -13,6 +13,8 @@
 /// An error on rank 0 (a full disk, a corrupt file) is raised on every rank, never left for
 /// the others to wait on: rank 0 throws its own, the others an io_error saying rank 0 failed.
 ///
+/// `broadcast_training_state` sends rank 0's whole state, optimizer included, the same way.
+///
 /// \code
 ///   xq::dist::save_checkpoint("run.xqc", world, qat, opt);   // every rank calls it
 ///   xq::dist::load_checkpoint("run.xqc", world, qat, opt);   // on any number of ranks
@@ -70,6 +72,24 @@ void load_checkpoint(const std::string& path, const communicator& c, Model& mode
   bytes.resize(static_cast<std::size_t>(size));
   c.broadcast(bytes.data(), bytes.size(), 0);
   load_checkpoint_bytes(bytes.data(), bytes.size(), path, model, optimizer...);
+}
+
+/// Every rank's model (and optimizer) state made rank 0's: rank 0's checkpoint bytes (every
+/// parameter, statistic, range, quantizer switch and the optimizer's moments and step
+/// counts), sent to every rank and loaded there. Use it before training when the ranks may
+/// differ (fit's data_parallel broadcasts the parameters only).
+template <class Model, class... Optimizer>
+void broadcast_training_state(const communicator& c, Model& model, Optimizer&... optimizer) {
+  std::vector<std::uint8_t> bytes;
+  double size = 0;
+  if (c.rank() == 0) {
+    bytes = save_checkpoint_bytes(model, optimizer...);
+    size = static_cast<double>(bytes.size());
+  }
+  c.broadcast(&size, 1, 0);
+  bytes.resize(static_cast<std::size_t>(size));
+  c.broadcast(bytes.data(), bytes.size(), 0);
+  if (c.rank() != 0) load_checkpoint_bytes(bytes.data(), bytes.size(), "rank 0's state", model, optimizer...);
 }
 
 }  // namespace xq::dist

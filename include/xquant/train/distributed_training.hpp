@@ -21,11 +21,20 @@
 ///  - prints progress on the first rank only.
 /// So N ranks of batch B compute what one process of batch N·B computes.
 
+#include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "../core/layer_ref.hpp"
 
 namespace xq {
+
+/// Rank `rank`'s rows [begin, end) of `n` rows split over `ranks` ranks, in rank order:
+/// equal shares, the first n % ranks ranks one row more (a rank in [0, ranks) assumed).
+inline std::pair<std::size_t, std::size_t> shard_rows(std::size_t n, std::size_t rank, std::size_t ranks) noexcept {
+  const std::size_t base = n / ranks, extra = n % ranks, begin = rank * base + std::min(rank, extra);
+  return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
 
 /// A data-parallel runtime, as `fit` drives it (see the file comment).
 class distributed_training {

@@ -194,12 +194,9 @@ class non_trainable_snapshot {
   std::vector<std::pair<parameter_ptr, tensor>> saved_;
 };
 
-/// Rank `d.rank()`'s rows [begin, end) of `n`: equal shares, the first n % ranks ranks one
-/// row more (xq::dist::shard's split).
+/// Rank `d.rank()`'s rows [begin, end) of `n`.
 XQ_DECL std::pair<std::size_t, std::size_t> rows_of_rank(std::size_t n, const distributed_training& d) {
-  const std::size_t r = static_cast<std::size_t>(d.rank()), k = static_cast<std::size_t>(d.ranks());
-  const std::size_t base = n / k, extra = n % k, begin = r * base + std::min(r, extra);
-  return {begin, begin + base + (r < extra ? 1 : 0)};
+  return shard_rows(n, static_cast<std::size_t>(d.rank()), static_cast<std::size_t>(d.ranks()));
 }
 
 /// This rank's shard of `data` (a copy of its rows).
