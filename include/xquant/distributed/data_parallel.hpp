@@ -6,11 +6,14 @@
 /// The pieces, usable on their own in a loop of your own:
 ///  - `broadcast_parameters`: every rank starts from rank 0's weights and state;
 ///  - `shard`: a rank's rows of a batch;
-///  - synchronized_batch.hpp: the batch statistics (quantizer ranges, batch-norm moments)
-///    over the whole batch, inside the forward and backward passes;
+///  - synchronized_batch.hpp: what layers compute from the batch (quantizer ranges,
+///    batch-norm moments, dropout masks) of the whole batch, inside the forward and
+///    backward passes;
 ///  - gradient_averaging.hpp: the gradients averaged in fused buckets, overlapped with the
 ///    backward pass;
-///  - `sync_quantizer_ranges`: stored ranges brought together after a step, by policy.
+///  - `sync_quantizer_ranges`: stored ranges brought together after a step, by policy;
+///  - distributed_checkpoint.hpp and distributed_calibration.hpp: checkpoints written by
+///    rank 0, rank 0's state sent to every rank, post-training calibration over the ranks.
 ///
 /// And `data_parallel`, which puts them together for `xq::fit` (fit_options::distributed):
 ///
