@@ -49,7 +49,6 @@ struct gradient_bucket {
   pending_allreduce pending;
   std::vector<std::uint64_t> updates_at_launch;  // each member's grad_updates() when packed
   long long ready_after = -1;                    // the step after which it may leave (-1: before any)
-  bool launched = false;
 };
 
 /// Packs bucket `b`'s gradients (zeros for a member without one) and presence counts.
@@ -136,9 +135,7 @@ class overlapped_gradient_averaging final : private backward_listener {
 
   /// From now until finish(), the backward pass on this thread sends buckets as they are ready.
   void begin() {
-    for (detail::gradient_bucket& b : buckets_) b.launched = false;
     next_ = 0;
-    in_backward_ = false;
     backward_listener& self = *this;  // a private base: the scope cannot convert it itself
     if (c_.size() > 1) scope_.emplace(self);
   }
@@ -182,7 +179,6 @@ class overlapped_gradient_averaging final : private backward_listener {
 
  private:
   void backward_begins(std::size_t) override {
-    in_backward_ = true;
     if (!scheduled_) {  // learning: watch every parameter's contributions
       seen_.resize(params_.size());
       last_touch_.assign(params_.size(), -1);
@@ -209,21 +205,20 @@ class overlapped_gradient_averaging final : private backward_listener {
   void launch_ready(long long step) {
     while (next_ < buckets_.size() && buckets_[next_].ready_after <= step) {
       launch(buckets_[next_++]);
-      if (in_backward_) ++stats_.sent_during;
+      ++stats_.sent_during;  // only called while the backward pass runs
     }
   }
 
   void launch(detail::gradient_bucket& b) {
     detail::pack(b, params_);
     b.pending = c_.start_allreduce(b.buffer.data(), b.buffer.size(), reduction::sum);
-    b.launched = true;
   }
 
   const communicator& c_;
   std::vector<parameter_ptr> params_;
   std::vector<detail::gradient_bucket> buckets_;
   std::optional<backward_listener_scope> scope_;
-  bool scheduled_ = false, in_backward_ = false;
+  bool scheduled_ = false;
   std::size_t next_ = 0;
   std::vector<std::uint64_t> seen_;
   std::vector<long long> last_touch_;
