@@ -55,7 +55,7 @@ ROOMS = {
     "distributed": 9,
 }
 # Headers at the root of include/xquant: the room they belong to.
-ROOT_FILES = {"config.hpp": "core", "numerics.hpp": "numerics", "io.hpp": "io"}
+ROOT_FILES = {"config.hpp": "core", "fwd.hpp": "core", "numerics.hpp": "numerics", "io.hpp": "io"}
 UMBRELLA = "xquant.hpp"
 # The library of separate-compilation mode: includes every header and every .ipp.
 LIBRARY = "src.hpp"

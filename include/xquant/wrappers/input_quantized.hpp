@@ -20,11 +20,13 @@
 #include <type_traits>
 #include <utility>
 
+#include "../fwd.hpp"
 #include "qdq_wrapper.hpp"
 
 namespace xq {
 
-template <class Layer, class Derived = void>
+/// (Default template arguments: xquant/fwd.hpp.)
+template <class Layer, class Derived>
 class input_quantized
     : public qdq_wrapper<std::conditional_t<std::is_void_v<Derived>, input_quantized<Layer>, Derived>, Layer> {
   using self_type = std::conditional_t<std::is_void_v<Derived>, input_quantized<Layer>, Derived>;

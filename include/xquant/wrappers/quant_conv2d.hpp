@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "../fwd.hpp"
 #include "../core/children.hpp"
 #include "../layers/conv2d.hpp"
 #include "../quantizers/no_quantizer.hpp"
@@ -37,7 +38,8 @@
 
 namespace xq {
 
-template <class InputQ = no_quantizer, class KernelQ = no_quantizer>
+/// (Default template arguments: xquant/fwd.hpp.)
+template <class InputQ, class KernelQ>
 class quant_conv2d : public detail::quant_window_layer<quant_conv2d<InputQ, KernelQ>, conv2d> {
   using base = detail::quant_window_layer<quant_conv2d<InputQ, KernelQ>, conv2d>;
 

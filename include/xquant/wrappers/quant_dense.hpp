@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../fwd.hpp"
 #include "../core/children.hpp"
 #include "../layers/dense.hpp"
 #include "../quantizers/no_quantizer.hpp"
@@ -33,7 +34,8 @@
 
 namespace xq {
 
-template <class InputQ = no_quantizer, class KernelQ = no_quantizer>
+/// (Default template arguments: xquant/fwd.hpp.)
+template <class InputQ, class KernelQ>
 class quant_dense : public wrapped_layer<quant_dense<InputQ, KernelQ>, dense> {
   using base = wrapped_layer<quant_dense<InputQ, KernelQ>, dense>;
 

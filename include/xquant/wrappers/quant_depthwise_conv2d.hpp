@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "../fwd.hpp"
 #include "../core/children.hpp"
 #include "../layers/depthwise_conv2d.hpp"
 #include "../quantizers/no_quantizer.hpp"
@@ -30,7 +31,8 @@
 
 namespace xq {
 
-template <class InputQ = no_quantizer, class DepthwiseQ = no_quantizer>
+/// (Default template arguments: xquant/fwd.hpp.)
+template <class InputQ, class DepthwiseQ>
 class quant_depthwise_conv2d
     : public detail::quant_window_layer<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d> {
   using base = detail::quant_window_layer<quant_depthwise_conv2d<InputQ, DepthwiseQ>, depthwise_conv2d>;

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "../fwd.hpp"
 #include "../core/children.hpp"
 #include "../core/layer.hpp"
 #include "../core/layer_ref.hpp"
@@ -42,7 +43,8 @@
 
 namespace xq {
 
-template <class InputQ = no_quantizer, class DepthwiseQ = no_quantizer, class PointwiseQ = no_quantizer>
+/// (Default template arguments: xquant/fwd.hpp.)
+template <class InputQ, class DepthwiseQ, class PointwiseQ>
 class quant_separable_conv2d : public layer<quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>> {
   using base = layer<quant_separable_conv2d<InputQ, DepthwiseQ, PointwiseQ>>;
 

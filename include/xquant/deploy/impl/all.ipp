@@ -6,6 +6,7 @@
 #include "engine_kernels.ipp"
 #include "export_onnx.ipp"
 #include "function_op.ipp"
+#include "../graph/impl/all.ipp"
 #include "integer_gemm.ipp"
 #include "integer_model.ipp"
 #include "integer_model_file.ipp"
