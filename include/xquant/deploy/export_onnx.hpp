@@ -62,7 +62,9 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "layer_info.hpp"
 #include "lower.hpp"
+#include "model_access.hpp"
 #include "onnx_model.hpp"
 
 namespace xq::deploy {

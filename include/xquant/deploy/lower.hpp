@@ -4,9 +4,9 @@
 /// model, or a float one) as an `integer_model` (integer_model.hpp) that computes with the
 /// integers the simulation used.
 ///
-/// How: one traced inference pass (core/graph_trace.hpp) gives the calls in order and who
-/// feeds whom; a typed walk gives each layer's attributes, weights and quantizers
-/// (layer_info.hpp). Then, call by call:
+/// How: the model's deploy graph (graph/build_graph.hpp: one traced pass, each layer's
+/// deploy form, the decisions made once) is read node by node, one translation per graph
+/// op; nothing here looks at a layer:
 ///  - a conv2d / depthwise / dense whose input and kernel are fake-quantized becomes an
 ///    integer op: the kernel's integers are the kernel quantizer's own (the folded kernel
 ///    when a batch norm is folded in, computed with the simulation's arithmetic), the
@@ -53,18 +53,16 @@
 /// TFLite's fixed point cannot represent.
 
 #include <cstddef>
-#include <set>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "../config.hpp"
-#include "../core/graph_trace.hpp"
-#include "../core/mode.hpp"
-#include "../core/model.hpp"
-#include "../core/tape.hpp"
+#include "../core/model_call.hpp"
 #include "../core/tensor.hpp"
+#include "graph/build_graph.hpp"
+#include "graph/deploy_graph.hpp"
 #include "integer_model.hpp"
-#include "layer_info.hpp"
-#include "model_access.hpp"
 #include "requantize.hpp"
 
 namespace xq::deploy {
@@ -118,17 +116,22 @@ struct lower_options {
   bias_precision bias = bias_precision::int32;
   average_pooling average_pool = average_pooling::simulated;
   merge_arithmetic merge = merge_arithmetic::simulated;
+  /// What the graph build allows (an uncalibrated model's placeholder ranges, names).
+  graph_options graph;
 };
+
+/// The model's fake quantizers by path (the engine's quantize op keeps a copy of one).
+using quantizer_lookup = std::map<std::string, const fake_quantizer*>;
 
 namespace detail {
 
-/// The compiled part of lower (lower.ipp): the passes, then the lowering of the trace.
-XQ_DECL integer_model lower_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
+/// The compiled lowering (lower.ipp): the graph's ops as the engine's.
+XQ_DECL integer_model lower_graph(const deploy_graph& g, const lower_options& o, const quantizer_lookup& quantizers);
+/// The model's fake quantizers by path.
+XQ_DECL quantizer_lookup quantizers_of(const model_handle& m);
+/// build_graph, then lower_graph.
+XQ_DECL integer_model lower_model(const model_handle& m, const std::vector<std::vector<std::size_t>>& shapes,
                                   const lower_options& o);
-/// `constants`: values the forward code made without the input (constant_values).
-XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
-                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
-                                  const lower_options& o, const std::set<const variable_state*>& constants = {});
 
 }  // namespace detail
 
@@ -137,7 +140,14 @@ XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& t
 /// owns copies of everything it needs.
 template <class Model>
 integer_model lower(Model& model, const std::vector<std::size_t>& sample_shape, const lower_options& o = {}) {
-  return detail::lower_model(detail::access(model), sample_shape, o);
+  return detail::lower_model(detail::handle_of(model), detail::one_input(sample_shape), o);
+}
+
+/// The same for a model of any number of inputs, with their shapes as `xq::build` takes them
+/// (batch axis first).
+template <class Model>
+integer_model lower(Model& model, const input_shapes& shapes, const lower_options& o = {}) {
+  return detail::lower_model(detail::handle_of(model), detail::checked_shapes(shapes, "xq::deploy::lower"), o);
 }
 
 }  // namespace xq::deploy

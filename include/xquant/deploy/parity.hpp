@@ -22,7 +22,7 @@
 #include "../core/mode.hpp"
 #include "../core/tape.hpp"
 #include "integer_model.hpp"
-#include "model_access.hpp"
+#include "graph/build_graph.hpp"
 
 namespace xq::deploy {
 
@@ -53,7 +53,7 @@ struct parity_report {
 
 namespace detail {
 /// The compiled part of parity (parity.ipp).
-XQ_DECL parity_report parity_model(const model_access& m, const integer_model& engine, const tensor& images,
+XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine, const tensor& images,
                                    const tensor* labels, std::size_t batch);
 /// Adds one batch to `report` (compiled): the traced simulation pass and its output, the
 /// engine's tensors, the model's fake quantizers by path.
@@ -63,11 +63,13 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
 }  // namespace detail
 
 /// Runs `model` (inference) and `engine` on `images` in batches of `batch` and compares
-/// them (see the file comment); `labels` (one class index per image) add the accuracies.
+/// them (see the file comment); `labels` (one class index per image: a rank-1 tensor of
+/// whole numbers in [0, classes), as many as images) add the accuracies. argument_error
+/// for labels that are not such.
 template <class Model>
 parity_report parity(Model& model, const integer_model& engine, const tensor& images,
                      const tensor* labels = nullptr, std::size_t batch = 500) {
-  return detail::parity_model(detail::access(model), engine, images, labels, batch);
+  return detail::parity_model(detail::handle_of(model), engine, images, labels, batch);
 }
 
 }  // namespace xq::deploy

@@ -47,6 +47,11 @@ struct model_handle {
   void (*collect_forms)(void* model, form_table& forms) = nullptr;
 };
 
+template <class L, class = void>
+struct has_path : std::false_type {};
+template <class L>
+struct has_path<L, std::void_t<decltype(std::declval<const L&>().path())>> : std::true_type {};
+
 template <class Model>
 model_handle handle_of(Model& m) {
   static_assert(!std::is_const_v<Model>, "xquant: deployment runs the model once: pass a non-const model");
@@ -57,7 +62,7 @@ model_handle handle_of(Model& m) {
   a.collect_forms = [](void* p, form_table& forms) {
     for_each_layer(*static_cast<Model*>(p), [&](const auto& l) {
       using L = std::decay_t<decltype(l)>;
-      if constexpr (has_deploy_form_v<L> || !has_children_v<L>) forms[l.path()] = form_of(l);
+      if constexpr (has_path<L>::value && (has_deploy_form_v<L> || !has_children_v<L>)) forms[l.path()] = form_of(l);
     });
   };
   return a;

@@ -1,60 +1,765 @@
 #pragma once
 /// \file lower.ipp
-/// Lowering a traced model to the integer engine's ops (deploy/lower.hpp).
+/// Lowering a deploy graph to the integer engine's ops (deploy/lower.hpp): one
+/// translation per graph op, reading the graph's decisions (graph_decisions.hpp).
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "../../core/error.hpp"
 #include "../../core/tape.hpp"
 #include "../../kernels/channel_layout.hpp"
-#include "../../kernels/padding.hpp"
 #include "../../wrappers/batch_norm_folding.hpp"
 #include "../function_op.hpp"
+#include "../graph/graph_decisions.hpp"
+#include "../graph/quantizer_grids.hpp"
 #include "../lower.hpp"
-#include "../trace_walk.hpp"
 
 namespace xq::deploy::detail {
 
-inline bool same_grid(const engine_tensor& meta, const quantization_grid& g) {
-  return meta.kind == value_kind::integer && meta.scale == g.scale[0] && meta.zero_point == g.zero_point[0] &&
-         meta.qmin == g.qmin && meta.qmax == g.qmax;
+namespace {
+
+inline bool on_grid(const engine_tensor& meta, const quantization_grid& g) {
+  return meta.kind == value_kind::integer && g.scale.size() == 1 && meta.scale == g.scale[0] &&
+         meta.zero_point == g.zero_point[0] && meta.qmin == g.qmin && meta.qmax == g.qmax;
 }
 
-class lowering : trace_walk {
+inline engine_tensor meta_of(value_kind k) {
+  engine_tensor m;
+  m.kind = k;
+  return m;
+}
+
+inline engine_tensor integer_meta(const quantization_grid& g) {
+  engine_tensor m = meta_of(value_kind::integer);
+  m.scale = g.scale[0];
+  m.zero_point = g.zero_point[0];
+  m.qmin = g.qmin;
+  m.qmax = g.qmax;
+  return m;
+}
+
+inline window_geometry engine_window(const op::window& w) {
+  window_geometry g;
+  g.window = w.size;
+  g.strides = w.strides;
+  g.dilation = w.dilation;
+  g.pads = w.pads;
+  return g;
+}
+
+/// A window over the whole image of an NHWC shape (a global pool).
+inline window_geometry whole_image(const std::vector<std::size_t>& s) {
+  window_geometry g;
+  g.window = {s[1], s[2]};
+  return g;
+}
+
+}  // namespace
+
+class lowering {
  public:
-  lowering(const graph_trace& g, const layer_table& t, const lower_options& o,
-           const std::set<const variable_state*>& constants)
-      : trace_walk(g, t, constants), o_(o) {
+  lowering(const deploy_graph& g, const lower_options& o, const quantizer_lookup& quantizers)
+      : g_(g), o_(o), quantizers_(quantizers) {
     model_.scheme = o.requant;
   }
 
-  integer_model run(const variable_state* input, const variable_state* output, const std::vector<std::size_t>& shape) {
-    model_.input_shape = shape;
-    engine_tensor in;
-    in.kind = value_kind::real;
-    model_.input_value = add_value(in);
-    value_of_[input] = model_.input_value;
-    const auto& calls = g_.calls();
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (skipped_.count(i)) continue;
-      lower_call(i);
+  integer_model run() {
+    if (g_.inputs.size() != 1 || g_.outputs.size() != 1)
+      throw argument_error("xq::deploy::lower", "a model with one input and one output (several: not lowered yet)",
+                           xq::detail::concat(g_.inputs.size(), " inputs and ", g_.outputs.size(), " outputs"));
+    const auto& in_shape = g_.values[g_.inputs[0]].shape;
+    model_.input_shape.assign(in_shape.begin() + 1, in_shape.end());
+    model_.input_value = add_value(meta_of(value_kind::real));
+    value_of_[g_.inputs[0]] = model_.input_value;
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (done_.count(i)) continue;
+      lower_node(i);
     }
-    model_.output_value = value(output, "the model's output");
+    model_.output_value = value(g_.outputs[0]);
     model_.value_count = meta_.size();
     fuse_unit_conv_pools();
     return std::move(model_);
+  }
+
+ private:
+  // --- values ----------------------------------------------------------------------
+
+  std::size_t add_value(const engine_tensor& meta) {
+    meta_.push_back(meta);
+    return meta_.size() - 1;
+  }
+
+  std::size_t value(value_id v) const {
+    const auto it = value_of_.find(v);
+    if (it == value_of_.end()) throw std::logic_error("xquant: lowering reads a graph value before its node");
+    return it->second;
+  }
+
+  template <class Op>
+  std::size_t emit(std::unique_ptr<Op> op, const std::string& path, std::vector<std::size_t> inputs, engine_tensor meta) {
+    op->path = path;
+    op->inputs = std::move(inputs);
+    op->output = add_value(meta);
+    const std::size_t out = op->output;
+    model_.ops.push_back(std::move(op));
+    return out;
+  }
+
+  std::size_t to_real(std::size_t v, const std::string& path) {
+    switch (meta_[v].kind) {
+      case value_kind::real: return v;
+      case value_kind::integer: return emit(std::make_unique<dequantize_op>(), path, {v}, meta_of(value_kind::real));
+      case value_kind::accumulator: {
+        auto bn = std::make_unique<batch_norm_op>();  // identity affine: the accumulator as floats
+        const std::size_t c = meta_[v].shape.empty() ? 0 : meta_[v].shape.back();
+        bn->mean.assign(c, 0.0f);
+        bn->scale.assign(c, 1.0f);
+        bn->offset.assign(c, 0.0f);
+        return emit(std::move(bn), path, {v}, meta_of(value_kind::real));
+      }
+      case value_kind::bits: break;
+    }
+    throw argument_error(path, "a real, integer or accumulator input", "bit-packed ±1 values");
+  }
+
+  /// Bits as reals (the ops that take any other kind).
+  std::size_t no_bits(std::size_t v, const std::string& path) {
+    return meta_[v].kind == value_kind::bits ? to_real(v, path) : v;
+  }
+
+  const fake_quantizer& quantizer(const std::string& path) const {
+    const auto it = quantizers_.find(path);
+    if (it == quantizers_.end() || !it->second)
+      throw argument_error(path, "a fake quantizer of the lowered model", "none by that path");
+    return *it->second;
+  }
+
+  void map(const graph_node& n, std::size_t v) { value_of_[n.output] = v; }
+
+  // --- nodes -----------------------------------------------------------------------
+
+  void lower_node(std::size_t i) {
+    const graph_node& n = g_.nodes[i];
+    std::visit([&](const auto& o) { lower(i, n, o); }, n.op);
+  }
+
+  /// A quantization point: the value on its grid (quantized unless it is already there,
+  /// landed by the op before), a parity point. A binary grid is Larq's sign: bits.
+  void lower(std::size_t, const graph_node& n, const op::quantize& q) {
+    std::size_t v = value(n.inputs.at(0));
+    if (is_binary(q.grid)) {
+      if (meta_[v].kind != value_kind::bits) {
+        if (meta_[v].kind == value_kind::integer) v = to_real(v, q.layer);
+        v = emit(std::make_unique<sign_op>(), q.layer, {v}, meta_of(value_kind::bits));
+      }
+      model_.parity_points.push_back(parity_point{q.label + " (±1)", q.layer, q.call, q.input, q.quantizer, v, true, q.output});
+      return map(n, v);
+    }
+    if (q.grid.per_channel && q.grid.channels() > 1)
+      throw argument_error(q.quantizer, "a per-tensor activation quantizer (the integer engine's activations have one grid)",
+                           "a per-channel one");
+    const quantization_grid& grid = q.grid;
+    if (grid.qmax - grid.qmin > 255 + 255 || grid.qmin - grid.zero_point[0] < -32768 ||
+        grid.qmax - grid.zero_point[0] > 32767)
+      throw argument_error(q.quantizer, "an activation grid of at most 9 bits", describe(grid));
+    if (!on_grid(meta_[v], grid)) {
+      v = to_real(v, q.layer);
+      auto op = std::make_unique<quantize_op>();
+      op->quantizer = quantizer(q.quantizer);
+      op->quantizer.detach_state();
+      v = emit(std::move(op), q.layer, {v}, integer_meta(grid));
+    }
+    owner_[v] = q.quantizer;
+    model_.parity_points.push_back(parity_point{q.label, q.layer, q.call, q.input, q.quantizer, v, false, q.output});
+    map(n, v);
+  }
+
+  void lower(std::size_t i, const graph_node& n, const op::linear& l) {
+    const std::size_t v = value(n.inputs.at(0));
+    const bool binary_kernel = l.kernel.quantized && is_binary(l.kernel.q.grid);
+    if (binary_kernel && meta_[v].kind == value_kind::bits) return lower_binary(i, n, l, v);
+    if (meta_[v].kind == value_kind::bits)
+      throw argument_error(n.layer, "a binary layer: Larq sign quantizers (ste_sign, approx_sign) on input and kernel",
+                           "a ±1 input with another kernel quantizer (it has no integer form yet)");
+    if (l.kernel.quantized && !binary_kernel && meta_[v].kind == value_kind::integer) return lower_integer(i, n, l, v);
+    lower_real(n, l, v);
+  }
+
+  /// A layer left in float (its input or kernel not quantized, or a ±1 kernel on a float
+  /// input: a BNN's stem): xquant's float kernels on the kernel the simulation uses.
+  void lower_real(const graph_node& n, const op::linear& l, std::size_t v) {
+    if (l.pad_value != 0.0f && l.geometry.padding == xq::padding::same)
+      throw argument_error(n.layer, "pad_values 0 for a layer with a float input", xq::detail::concat(l.pad_value));
+    v = to_real(v, n.layer);
+    auto op = std::make_unique<real_linear_op>();
+    op->kernel = simulated_kernel(l.kernel, n.layer);
+    op->has_bias = l.bias.present();
+    if (op->has_bias) op->bias = g_.weights[l.bias.weight].value;
+    op->transposed = l.transposed;
+    op->dense = l.shape == op::linear::form::dense;
+    op->depthwise = l.shape == op::linear::form::depthwise_conv2d;
+    op->strides = l.geometry.strides;
+    op->dilation = l.geometry.dilation;
+    op->padding = l.geometry.padding == xq::padding::same ? 1 : 0;
+    map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+  }
+
+  /// The kernel the simulation multiplies by: the quantizer's output (divided by the fold
+  /// scale when a batch norm is folded in, with the simulation's operation), or the floats.
+  tensor simulated_kernel(const weight_use& k, const std::string& where) const {
+    const tensor& w = k.quantized ? k.q.dequantized : g_.weights.at(k.weight).value;
+    if (k.fold_divisor.empty()) return w;
+    const xq::no_grad nothing_recorded;
+    tensor s = tensor::from_shape({k.fold_divisor.size()});
+    std::copy(k.fold_divisor.begin(), k.fold_divisor.end(), s.begin());
+    return ops::divide_channels(var(w), var(s), where).value();
+  }
+
+  /// Larq's XNOR-popcount on bits with a ±1 kernel; float(acc) + bias as the simulation adds it.
+  void lower_binary(std::size_t, const graph_node& n, const op::linear& l, std::size_t v) {
+    if (l.shape == op::linear::form::depthwise_conv2d)
+      throw argument_error(n.layer, "a binary conv2d or dense layer", "a binary depthwise convolution (no binary form yet)");
+    if (l.geometry.padding == xq::padding::same && l.shape == op::linear::form::conv2d && l.pad_value != 1.0f)
+      throw argument_error(n.layer, "pad_values(1.0f) for a binary layer with same padding (a ±1 border)",
+                           xq::detail::concat("pad_values ", l.pad_value, ": a 0 border is not binary"));
+    const tensor& kq = l.kernel.q.dequantized;
+    auto op = std::make_unique<binary_linear_op>();
+    op->dense = l.shape == op::linear::form::dense;
+    const std::size_t f = kq.shape().back();
+    op->out_channels = f;
+    if (op->dense) {
+      const std::size_t kin = kq.shape()[0];
+      op->in_channels = kin;
+      op->words_per_row = (kin + 63) / 64;
+      op->weights.assign(f * op->words_per_row, 0);
+      for (std::size_t p = 0; p < kin; ++p)
+        for (std::size_t o = 0; o < f; ++o)
+          if (kq.data()[p * f + o] < 0) op->weights[o * op->words_per_row + p / 64] |= std::uint64_t(1) << (p % 64);
+    } else {
+      const std::size_t kh = kq.shape()[0], kw = kq.shape()[1], cin = kq.shape()[2], wpp = (cin + 63) / 64;
+      op->in_channels = cin;
+      op->words_per_row = kh * kw * wpp;
+      op->weights.assign(f * op->words_per_row, 0);
+      for (std::size_t u = 0; u < kh; ++u)
+        for (std::size_t w = 0; w < kw; ++w)
+          for (std::size_t ch = 0; ch < cin; ++ch)
+            for (std::size_t o = 0; o < f; ++o)
+              if (kq.data()[((u * kw + w) * cin + ch) * f + o] < 0)
+                op->weights[o * op->words_per_row + (u * kw + w) * wpp + ch / 64] |= std::uint64_t(1) << (ch % 64);
+      op->geometry = engine_window(l.geometry);
+    }
+    std::size_t out = emit(std::move(op), n.layer, {v}, meta_of(value_kind::accumulator));
+    if (l.bias.present()) {  // float(acc) + bias, as the simulation adds it
+      const tensor& bias = g_.weights[l.bias.weight].value;
+      auto bn = std::make_unique<batch_norm_op>();
+      bn->mean.assign(f, 0.0f);
+      bn->scale.assign(f, 1.0f);
+      bn->offset.assign(bias.begin(), bias.end());
+      out = emit(std::move(bn), n.layer, {out}, meta_of(value_kind::real));
+    }
+    map(n, out);
+  }
+
+  /// For output channel `o` of a linear op whose kernel grid is `g`: the grid channel that
+  /// scales it (the output axis; a depthwise kernel (KH, KW, C, M): C or M).
+  static std::size_t weight_channel(const op::linear& l, const quantization_grid& g, std::size_t rank, std::size_t o,
+                                    const std::string& where) {
+    if (!g.per_channel) return 0;
+    const long r = long(rank);
+    const long axis = g.channel_axis < 0 ? g.channel_axis + r : g.channel_axis;
+    if (l.transposed) {  // a tied projection's table (V, D): output channel V, axis 0
+      if (axis == 0) return o;
+      throw argument_error(where, "a per-channel kernel grid on the table's rows (axis 0)",
+                           xq::detail::concat("axis ", g.channel_axis));
+    }
+    if (l.shape == op::linear::form::depthwise_conv2d) {
+      if (axis == 2) return o / l.depth_multiplier;
+      if (axis == 3) return o % l.depth_multiplier;
+    } else if (axis == r - 1) {
+      return o;
+    }
+    throw argument_error(where, "a per-channel kernel grid on the output-channel axis",
+                         xq::detail::concat("axis ", g.channel_axis, " of a rank-", rank, " kernel"));
+  }
+
+  /// Integer conv / depthwise / dense: the kernel's integers, int32 accumulation, then the
+  /// landing grid's requantizer (absorbing the batch norm the graph says) or a float epilogue.
+  void lower_integer(std::size_t i, const graph_node& n, const op::linear& l, std::size_t v) {
+    const node_decisions& d = g_.decisions[i];
+    const double s_in = meta_[v].scale;
+    const quantization_grid& wg = l.kernel.q.grid;
+    const tensor& kernel = g_.weights[l.kernel.weight].value;
+    const std::vector<std::int32_t>& wq_int = l.kernel.q.integers;
+    const std::size_t f = l.out_channels(kernel.shape());
+    const std::string wpath = l.kernel.q.quantizer;
+
+    const op::batch_norm* norm = d.absorbs != no_index ? &std::get<op::batch_norm>(g_.nodes[d.absorbs].op) : nullptr;
+    const quantization_grid* target =
+        d.lands_on != no_index ? &std::get<op::quantize>(g_.nodes[d.lands_on].op).grid : nullptr;
+
+    // Per output channel: y = a[o] * acc + b[o] in the simulation's real units.
+    std::vector<double> a(f), b(f);
+    const tensor* bias = l.bias.present() ? &g_.weights[l.bias.weight].value : nullptr;
+    for (std::size_t o = 0; o < f; ++o) {
+      a[o] = s_in * double(wg.scale[weight_channel(l, wg, kernel.dimension(), o, wpath)]);
+      if (!l.kernel.fold_divisor.empty()) a[o] /= double(l.kernel.fold_divisor[o]);
+      b[o] = bias ? double(bias->data()[o]) : 0.0;
+      if (norm) {
+        a[o] *= double(norm->scale[o]);
+        b[o] = (b[o] - double(norm->mean[o])) * double(norm->scale[o]) + double(norm->offset[o]);
+      }
+    }
+
+    auto op = std::make_unique<integer_linear_op>();
+    op->shape_form = l.shape == op::linear::form::conv2d             ? integer_linear_op::form::conv2d
+                     : l.shape == op::linear::form::depthwise_conv2d ? integer_linear_op::form::depthwise_conv2d
+                                                                     : integer_linear_op::form::dense;
+    op->out_channels = f;
+    op->depth_multiplier = l.depth_multiplier;
+    op->in_channels = l.transposed                             ? kernel.shape()[1]
+                      : l.shape == op::linear::form::dense ? kernel.shape()[0]
+                                                           : kernel.shape()[2];
+    if (op->shape_form != integer_linear_op::form::dense) op->geometry = engine_window(l.geometry);
+    const kernels::channel_layout wl =
+        wg.per_channel ? kernels::channel_layout::of(kernel.shape(), wg.channel_axis, wpath.c_str())
+                       : kernels::channel_layout{1, 1, kernel.size()};
+    // Centred weights; a channel with a negative multiplier (a negative batch-norm scale)
+    // is negated, so every requantizer multiplies by a positive number.
+    op->weights.resize(wq_int.size());
+    std::int32_t max_w = 0;
+    for (std::size_t e = 0; e < wq_int.size(); ++e) {
+      // The output channel is the last index of every layout here, but a tied projection's
+      // (V, D) table, which is stored transposed, (D, V).
+      const std::size_t o = l.transposed ? e / op->in_channels : e % f;
+      const std::size_t to = l.transposed ? (e % op->in_channels) * f + o : e;
+      const std::size_t ch = wg.per_channel ? (e / wl.inner) % wl.channels : 0;
+      std::int32_t w = wq_int[e] - wg.zero_point[ch];
+      if (a[o] < 0) w = -w;
+      op->weights[to] = static_cast<std::int16_t>(w);
+      max_w = std::max(max_w, std::abs(w));
+    }
+    const std::int32_t max_x = std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin);
+    const std::size_t k = op->shape_form == integer_linear_op::form::depthwise_conv2d ? l.geometry.size[0] * l.geometry.size[1]
+                                                                                        : wq_int.size() / f;
+    const double worst = double(k) * double(max_x) * double(max_w);
+    engine_tensor out_meta;
+    if (target) {
+      std::vector<double> m(f);
+      op->bias.resize(f);
+      for (std::size_t o = 0; o < f; ++o) {
+        const double scale = std::fabs(a[o]);
+        const double bias_steps = std::nearbyint(b[o] / scale);
+        if (!(std::fabs(bias_steps) + worst < 2147483647.0))
+          throw argument_error(n.layer, "an int32 accumulator that cannot overflow",
+                               xq::detail::concat("bias ", bias_steps, " + up to ", worst, " from ", k, " products in channel ", o));
+        op->bias[o] = static_cast<std::int32_t>(bias_steps);
+        m[o] = scale / double(target->scale[0]);
+      }
+      op->requant = requantizer(o_.requant, std::move(m), n.layer);
+      if (o_.bias == bias_precision::float32) {
+        if (o_.requant != requantization::float_multiplier)
+          throw argument_error(n.layer, "the float_multiplier requantization with a float bias", to_string(o_.requant));
+        op->float_bias = true;
+        op->bias.clear();
+        for (std::size_t o = 0; o < f; ++o) {
+          op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
+          op->real_bias.push_back(static_cast<float>(b[o]));
+        }
+      }
+      op->out_scale = target->scale[0];
+      op->out_zero_point = target->zero_point[0];
+      op->out_qmin = target->qmin;
+      op->out_qmax = target->qmax;
+      out_meta = integer_meta(*target);
+    } else {
+      if (!(worst < 2147483647.0))
+        throw argument_error(n.layer, "an int32 accumulator that cannot overflow",
+                             xq::detail::concat("up to ", worst, " from ", k, " products"));
+      op->integer_output = false;
+      for (std::size_t o = 0; o < f; ++o) {
+        op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
+        op->real_bias.push_back(static_cast<float>(b[o]));
+      }
+      out_meta = meta_of(value_kind::real);
+    }
+    op->prepare();
+    const std::size_t out = emit(std::move(op), n.layer, {v}, out_meta);
+    if (target) owner_[out] = std::get<op::quantize>(g_.nodes[d.lands_on].op).quantizer;
+    map(n, out);
+    if (norm) {  // the batch norm's value is this op's
+      done_.insert(d.absorbs);
+      value_of_[g_.nodes[d.absorbs].output] = out;
+    }
+  }
+
+  void lower(std::size_t i, const graph_node& n, const op::pool& p) {
+    std::size_t v = no_bits(value(n.inputs.at(0)), n.layer);
+    const auto& s = g_.values[n.inputs[0]].shape;
+    if (p.what == op::pool::kind::max) {
+      auto op = std::make_unique<max_pool_op>();
+      op->geometry = p.global ? whole_image(s) : engine_window(p.geometry);
+      const engine_tensor m = meta_[v];
+      std::size_t out = emit(std::move(op), n.layer, {v}, m);
+      if (p.global && !p.keepdims) out = flatten_pooled(n, out, s[3]);
+      if (owner_.count(v)) owner_[out] = owner_[v];
+      return map(n, out);
+    }
+    if (o_.average_pool == average_pooling::integer && meta_[v].kind == value_kind::integer) {
+      auto op = std::make_unique<integer_average_pool_op>();
+      op->geometry = p.global ? whole_image(s) : engine_window(p.geometry);
+      const engine_tensor m = meta_[v];
+      std::size_t out = emit(std::move(op), n.layer, {v}, m);
+      if (p.global && !p.keepdims) out = flatten_pooled(n, out, s[3]);
+      return map(n, out);
+    }
+    // The simulation averages the dequantized floats (sum in window order, then divide
+    // by the count): xquant's own pooling on the same floats gives its floats exactly,
+    // and the next quantizer rounds them as the simulation does.
+    (void)i;
+    v = to_real(v, n.layer);
+    auto op = std::make_unique<real_function_op>();
+    if (!p.global) {
+      op->function = "average_pool2d";
+      op->pool = p.geometry.size;
+      op->strides = p.geometry.strides;
+      op->padding = p.geometry.padding == xq::padding::same ? 1 : 0;
+    } else {
+      op->function = "global_average_pool2d";
+      op->keepdims = p.keepdims;
+    }
+    map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+  }
+
+  std::size_t flatten_pooled(const graph_node& n, std::size_t v, std::size_t channels) {
+    auto r = std::make_unique<reshape_op>();
+    r->target = {channels};
+    const engine_tensor m = meta_[v];
+    return emit(std::move(r), n.layer, {v}, m);
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::batch_norm& bn) {
+    std::size_t v = value(n.inputs.at(0));
+    if (meta_[v].kind != value_kind::accumulator) v = to_real(v, n.layer);
+    auto op = std::make_unique<batch_norm_op>();
+    op->mean = bn.mean;
+    op->scale = bn.scale;
+    op->offset = bn.offset;
+    map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+  }
+
+  /// relu keeps the grid (0 is on it); relu6 on integers of a known quantizer's grid is an
+  /// integer clamp to [q(0), q(6)] by that quantizer's own rounding; the rest in float with
+  /// xquant's own functions.
+  void lower(std::size_t, const graph_node& n, const op::activation& a) {
+    using fn = op::activation::function;
+    std::size_t v = no_bits(value(n.inputs.at(0)), n.layer);
+    if (a.f == fn::relu) {
+      const engine_tensor m = meta_[v];
+      const std::size_t out = emit(std::make_unique<relu_op>(), n.layer, {v}, m);
+      if (owner_.count(v)) owner_[out] = owner_[v];
+      return map(n, out);
+    }
+    if (a.f == fn::relu6 && meta_[v].kind == value_kind::integer && owner_.count(v)) {
+      const fake_quantizer& q = quantizer(owner_[v]);
+      tensor bounds = tensor::from_shape({2});
+      bounds.data()[0] = 0.0f;
+      bounds.data()[1] = 6.0f;
+      const std::vector<std::int32_t> b = q.integers(bounds);
+      auto op = std::make_unique<clamp_op>();
+      op->lo = b[0] - meta_[v].zero_point;
+      op->hi = b[1] - meta_[v].zero_point;
+      const engine_tensor m = meta_[v];
+      const std::size_t out = emit(std::move(op), n.layer, {v}, m);
+      owner_[out] = owner_[v];
+      return map(n, out);
+    }
+    v = to_real(v, n.layer);
+    if (a.f == fn::gelu || a.f == fn::gelu_tanh) {
+      auto op = std::make_unique<function_op>();
+      op->function = "gelu";
+      op->ints = {a.f == fn::gelu_tanh ? 1 : 0};
+      op->inputs = {v};
+      op->validate();
+      return map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+    }
+    auto op = std::make_unique<real_function_op>();
+    op->function = to_string(a.f);
+    op->alpha = a.alpha;
+    map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+  }
+
+  /// add / multiply: the simulation's float arithmetic on the inputs (each already on its
+  /// own QDQ site's grid where it has one); concatenate: integers when every input is on
+  /// one grid, else floats (rounding commutes with concatenation). With
+  /// merge_arithmetic::integer, integer ops onto the landing grid where they can.
+  void lower(std::size_t i, const graph_node& n, const op::merge& m) {
+    std::vector<std::size_t> vs;
+    for (value_id in : n.inputs) {
+      std::size_t v = value(in);
+      if (meta_[v].kind == value_kind::bits || meta_[v].kind == value_kind::accumulator) v = to_real(v, n.layer);
+      vs.push_back(v);
+    }
+    if (m.broadcast || m.what == op::merge::kind::subtract) {
+      for (std::size_t& v : vs) v = to_real(v, n.layer);
+      auto op = std::make_unique<function_op>();
+      op->function = m.what == op::merge::kind::add ? "broadcast_add" : m.what == op::merge::kind::subtract ? "subtract"
+                                                                                                             : "broadcast_multiply";
+      op->inputs = vs;
+      op->validate();
+      return map(n, emit(std::move(op), n.layer, vs, meta_of(value_kind::real)));
+    }
+    if (o_.merge == merge_arithmetic::integer && lower_integer_merge(i, n, m, vs)) return;
+    if (m.what == op::merge::kind::concatenate) {
+      bool one_grid = true;
+      for (std::size_t v : vs) {
+        const engine_tensor& a = meta_[v];
+        const engine_tensor& b = meta_[vs[0]];
+        one_grid = one_grid && a.kind == value_kind::integer && b.kind == value_kind::integer && a.scale == b.scale &&
+                   a.zero_point == b.zero_point && a.qmin == b.qmin && a.qmax == b.qmax;
+      }
+      if (!one_grid)
+        for (std::size_t& v : vs) v = to_real(v, n.layer);
+      auto op = std::make_unique<concatenate_op>();
+      op->axis = m.axis;
+      const engine_tensor meta = one_grid ? meta_[vs[0]] : meta_of(value_kind::real);
+      const std::size_t out = emit(std::move(op), n.layer, vs, meta);
+      if (one_grid && owner_.count(vs[0])) owner_[out] = owner_[vs[0]];
+      return map(n, out);
+    }
+    for (std::size_t& v : vs) v = to_real(v, n.layer);
+    auto op = std::make_unique<real_function_op>();
+    op->function = m.what == op::merge::kind::add ? "add" : "multiply";
+    map(n, emit(std::move(op), n.layer, vs, meta_of(value_kind::real)));
+  }
+
+  /// merge_arithmetic::integer: the merge as integer ops onto its landing grid; false
+  /// (nothing emitted) where an input is not on an integer grid, it lands nowhere, or the
+  /// shapes or input count have no integer form.
+  bool lower_integer_merge(std::size_t i, const graph_node& n, const op::merge& m, std::vector<std::size_t>& vs) {
+    for (std::size_t v : vs)
+      if (meta_[v].kind != value_kind::integer) return false;
+    const std::size_t landing = g_.decisions[i].lands_on;
+    if (landing == no_index) return false;
+    const op::quantize& q = std::get<op::quantize>(g_.nodes[landing].op);
+    const quantization_grid& tg = q.grid;
+    const integer_grid out{tg.scale[0], tg.zero_point[0], tg.qmin, tg.qmax};
+    const engine_tensor out_meta = integer_meta(tg);
+    const auto& shape0 = g_.values[n.inputs.at(0)].shape;
+    bool same_shapes = true;
+    for (value_id in : n.inputs) same_shapes = same_shapes && g_.values[in].shape == shape0;
+    std::size_t result = no_index;
+    if (m.what == op::merge::kind::add && same_shapes) {
+      auto op = std::make_unique<integer_add_op>();
+      op->path = n.layer;
+      op->scheme = o_.requant;
+      op->out = out;
+      // TFLite's 20 bits unless the inputs' integers could overflow the int32 sum: each
+      // term is at most |q - zp| * 2^(left_shift - 1).
+      std::int64_t widest = 1;
+      for (std::size_t v : vs) {
+        op->input_scales.push_back(meta_[v].scale);
+        widest = std::max<std::int64_t>(widest, std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin));
+      }
+      while (op->left_shift > 0 &&
+             std::int64_t(vs.size()) * widest * (std::int64_t(1) << (op->left_shift - 1)) >= (std::int64_t(1) << 31))
+        --op->left_shift;
+      op->prepare();
+      result = emit(std::move(op), n.layer, vs, out_meta);
+    } else if (m.what == op::merge::kind::multiply && same_shapes && vs.size() == 2) {
+      auto op = std::make_unique<integer_multiply_op>();
+      op->path = n.layer;
+      op->scheme = o_.requant;
+      op->input_scales = {meta_[vs[0]].scale, meta_[vs[1]].scale};
+      op->out = out;
+      op->prepare();
+      result = emit(std::move(op), n.layer, vs, out_meta);
+    } else if (m.what == op::merge::kind::concatenate) {
+      for (std::size_t& v : vs) {
+        if (on_grid(meta_[v], tg)) continue;
+        auto r = std::make_unique<rescale_op>();
+        r->path = n.layer;
+        r->scheme = o_.requant;
+        r->in_scale = meta_[v].scale;
+        r->out = out;
+        r->prepare();
+        v = emit(std::move(r), n.layer, {v}, out_meta);
+      }
+      auto op = std::make_unique<concatenate_op>();
+      op->axis = m.axis;
+      result = emit(std::move(op), n.layer, vs, out_meta);
+    } else {
+      return false;
+    }
+    owner_[result] = q.quantizer;
+    map(n, result);
+    return true;
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::reshape& r) {
+    std::size_t v = no_bits(value(n.inputs.at(0)), n.layer);
+    auto op = std::make_unique<reshape_op>();
+    op->target = r.target;
+    const engine_tensor m = meta_[v];
+    const std::size_t out = emit(std::move(op), n.layer, {v}, m);
+    if (owner_.count(v)) owner_[out] = owner_[v];
+    map(n, out);
+  }
+
+  /// A layout function (function_op.hpp): integers keep their grid through it.
+  void layout_function(const graph_node& n, std::string function, std::vector<std::int64_t> ints, std::size_t v) {
+    auto op = std::make_unique<function_op>();
+    op->function = std::move(function);
+    op->ints = std::move(ints);
+    const bool moves = op->moves_only();
+    v = no_bits(v, n.layer);
+    if (!moves || meta_[v].kind != value_kind::integer) v = to_real(v, n.layer);
+    op->inputs = {v};
+    op->validate();
+    const engine_tensor m = moves ? meta_[v] : meta_of(value_kind::real);
+    const std::size_t out = emit(std::move(op), n.layer, {v}, m);
+    if (moves && owner_.count(v)) owner_[out] = owner_[v];
+    map(n, out);
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::pad& p) {
+    layout_function(n, "zero_padding2d",
+                    {std::int64_t(p.margins[0]), std::int64_t(p.margins[1]), std::int64_t(p.margins[2]),
+                     std::int64_t(p.margins[3])},
+                    value(n.inputs.at(0)));
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::slice& s) {
+    const auto& shape = g_.values[n.inputs.at(0)].shape;
+    std::size_t v = value(n.inputs.at(0));
+    if (s.axes.size() == 2 && s.axes[0] == 1 && s.axes[1] == 2 && shape.size() == 4)  // an image crop
+      return layout_function(n, "cropping2d",
+                             {std::int64_t(s.begins[0]), std::int64_t(shape[1] - s.ends[0]), std::int64_t(s.begins[1]),
+                              std::int64_t(shape[2] - s.ends[1])},
+                             v);
+    if (s.axes.size() != 1)
+      throw argument_error(n.layer, "a slice along one axis, or an image crop", xq::detail::concat(s.axes.size(), " axes"));
+    layout_function(n, "slice", {std::int64_t(s.axes[0]), std::int64_t(s.begins[0]), std::int64_t(s.ends[0])}, v);
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::upsample& u) {
+    layout_function(n, "upsampling2d",
+                    {std::int64_t(u.factors[0]), std::int64_t(u.factors[1]), u.bilinear ? 1 : 0}, value(n.inputs.at(0)));
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::transpose& t) {
+    layout_function(n, "transpose", std::vector<std::int64_t>(t.permutation.begin(), t.permutation.end()),
+                    value(n.inputs.at(0)));
+  }
+
+  /// A float function of xquant's (function_op.hpp) on the inputs as reals.
+  void float_function(const graph_node& n, std::string function, std::vector<std::int64_t> ints, std::vector<float> floats,
+                      std::vector<tensor> tensors) {
+    std::vector<std::size_t> vs;
+    for (value_id in : n.inputs) vs.push_back(to_real(value(in), n.layer));
+    auto op = std::make_unique<function_op>();
+    op->function = std::move(function);
+    op->ints = std::move(ints);
+    op->floats = std::move(floats);
+    op->tensors = std::move(tensors);
+    op->inputs = vs;
+    op->validate();
+    map(n, emit(std::move(op), n.layer, vs, meta_of(value_kind::real)));
+  }
+
+  tensor weight_or_empty(const weight_use& w) const {
+    return w.present() ? g_.weights[w.weight].value : tensor::from_shape({0});
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::layer_norm& l) {
+    float_function(n, "layer_norm", std::vector<std::int64_t>(l.axes.begin(), l.axes.end()), {l.epsilon},
+                   {weight_or_empty(l.gamma), weight_or_empty(l.beta)});
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::matmul& m) {
+    float_function(n, "matmul", {m.transpose_a ? 1 : 0, m.transpose_b ? 1 : 0}, {}, {});
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::attention_probabilities& a) {
+    float_function(n, "attention_probabilities", {std::int64_t(a.heads), a.causal ? 1 : 0}, {}, {});
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::attend&) { float_function(n, "attend", {}, {}, {}); }
+
+  void lower(std::size_t, const graph_node& n, const op::conv_transpose& t) {
+    float_function(n, "conv2d_transpose",
+                   {std::int64_t(t.strides[0]), std::int64_t(t.strides[1]), std::int64_t(t.dilation[0]),
+                    std::int64_t(t.dilation[1]), t.padding == xq::padding::same ? 1 : 0},
+                   {}, {simulated_kernel(t.kernel, n.layer), weight_or_empty(t.bias)});
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::recurrence& r) {
+    std::vector<std::int64_t> ints{r.return_sequences ? 1 : 0, r.go_backwards ? 1 : 0};
+    if (r.kind == op::recurrence::cell::gru) ints.push_back(r.reset_after ? 1 : 0);
+    float_function(n, r.kind == op::recurrence::cell::lstm ? "lstm_recurrence" : "gru_recurrence", std::move(ints), {},
+                   {simulated_kernel(r.recurrent_kernel, n.layer), weight_or_empty(r.bias)});
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::correlation&) {
+    throw argument_error(n.layer, "a layer the integer engine has", "a correlation (not lowered yet)");
+  }
+
+  /// A lookup in the table the simulation uses: its quantizer's integers with a scale per
+  /// row where the rows are exactly the simulation's floats, else those floats.
+  void lower(std::size_t, const graph_node& n, const op::gather& gth) {
+    const std::size_t v = to_real(value(n.inputs.at(0)), n.layer);
+    auto op = std::make_unique<gather_op>();
+    const tensor& table = g_.weights[gth.table.weight].value;
+    if (table.dimension() != 2)
+      throw argument_error(n.layer, "a built embedding table of rank 2", xq::detail::shape_string(table.shape()));
+    op->rows = table.shape()[0];
+    op->dim = table.shape()[1];
+    const weight_use& u = gth.table;
+    bool stored = false;
+    if (u.quantized) {
+      const quantization_grid& g = u.q.grid;
+      const long axis = g.channel_axis < 0 ? g.channel_axis + 2 : g.channel_axis;
+      const bool per_row = !g.per_channel || axis == 0;
+      if (per_row && !is_binary(g)) {
+        op->integers.resize(u.q.integers.size());
+        op->row_scale.resize(op->rows);
+        bool exact = true;
+        for (std::size_t r = 0; r < op->rows; ++r) {
+          const std::size_t ch = g.per_channel ? r : 0;
+          op->row_scale[r] = g.scale[ch];
+          for (std::size_t c = 0; c < op->dim; ++c) {
+            const std::size_t e = r * op->dim + c;
+            const std::int32_t centred = u.q.integers[e] - g.zero_point[ch];
+            op->integers[e] = static_cast<std::int16_t>(centred);
+            exact = exact && float(centred) * g.scale[ch] == u.q.dequantized.data()[e];
+          }
+        }
+        stored = op->quantized = exact;
+      }
+      if (!stored) {
+        op->integers.clear();
+        op->row_scale.clear();
+        op->table.assign(u.q.dequantized.begin(), u.q.dequantized.end());
+        stored = true;
+      }
+    }
+    if (!stored) op->table.assign(table.begin(), table.end());
+    map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+  }
+
+  void lower(std::size_t, const graph_node& n, const op::constant& c) {
+    auto op = std::make_unique<constant_op>();
+    op->value = c.value;
+    map(n, emit(std::move(op), n.layer, {}, meta_of(value_kind::real)));
   }
 
   /// A float conv with a ±1 kernel (a BNN's stem) whose output only a max pool reads takes
@@ -80,846 +785,35 @@ class lowering : trace_walk {
     }
   }
 
- private:
-  // --- values ----------------------------------------------------------------------
-
-  std::size_t add_value(const engine_tensor& meta) {
-    meta_.push_back(meta);
-    return meta_.size() - 1;
-  }
-
-  std::size_t value(const variable_state* s, const std::string& who) {
-    const auto it = value_of_.find(s);
-    if (it != value_of_.end()) return it->second;
-    if (!fixed_values_.count(s))
-      throw argument_error(who, "an input made by a layer or an xq::ops function with a layer form",
-                           "a value computed by code the trace does not see (write it as a layer)");
-    auto op = std::make_unique<constant_op>();  // made without the input: fixed now
-    op->value = s->value;
-    return value_of_[s] = emit(std::move(op), who + " (constant)", {}, real_meta());
-  }
-
-  template <class Op>
-  std::size_t emit(std::unique_ptr<Op> op, std::string path, std::vector<std::size_t> inputs, engine_tensor meta) {
-    op->path = std::move(path);
-    op->inputs = std::move(inputs);
-    op->output = add_value(meta);
-    const std::size_t out = op->output;
-    model_.ops.push_back(std::move(op));
-    return out;
-  }
-
-  static engine_tensor real_meta() { return engine_tensor{}; }
-  static engine_tensor kind_meta(value_kind k) {
-    engine_tensor m;
-    m.kind = k;
-    return m;
-  }
-
-  std::size_t to_real(std::size_t v, const std::string& path) {
-    switch (meta_[v].kind) {
-      case value_kind::real: return v;
-      case value_kind::integer: return emit(std::make_unique<dequantize_op>(), path, {v}, real_meta());
-      case value_kind::accumulator: {
-        auto bn = std::make_unique<batch_norm_op>();  // identity affine: the accumulator as floats
-        const std::size_t c = meta_[v].shape.empty() ? 0 : meta_[v].shape.back();
-        bn->mean.assign(c, 0.0f);
-        bn->scale.assign(c, 1.0f);
-        bn->offset.assign(c, 0.0f);
-        return emit(std::move(bn), path, {v}, real_meta());
-      }
-      case value_kind::bits: break;
-    }
-    throw argument_error(path, "a real, integer or accumulator input", "bit-packed ±1 values");
-  }
-
-  /// `v` on the grid of `q`, quantizing (and recording a parity point) if needed.
-  std::size_t to_integer(std::size_t v, const fake_quantizer& q, std::size_t call, std::size_t input,
-                         bool output = false) {
-    const traced_call& c = g_.calls()[call];
-    if (q.config().per_channel)
-      throw argument_error(q.path(), "a per-tensor activation quantizer (the integer engine's activations have one grid)",
-                           "a per-channel one");
-    const quantization_grid grid = q.grid(1);
-    grid_owners_.push_back(&q);
-    if (grid.qmax - grid.qmin > 255 + 255 || grid.qmin - grid.zero_point[0] < -32768 ||
-        grid.qmax - grid.zero_point[0] > 32767)
-      throw argument_error(q.path(), "an activation grid of at most 9 bits", describe(grid));
-    if (!same_grid(meta_[v], grid)) {
-      v = to_real(v, c.path);
-      auto op = std::make_unique<quantize_op>();
-      op->quantizer = q;
-      op->quantizer.detach_state();
-      engine_tensor m = kind_meta(value_kind::integer);
-      m.scale = grid.scale[0];
-      m.zero_point = grid.zero_point[0];
-      m.qmin = grid.qmin;
-      m.qmax = grid.qmax;
-      v = emit(std::move(op), c.path, {v}, m);
-    }
-    model_.parity_points.push_back(parity_point{output ? c.path + " output" : input_label(call, input), c.path,
-                                                occurrence_[call], input, q.path(), v, false, output});
-    return v;
-  }
-
-  /// `v` as bits: Larq's sign of it (a parity point: the simulation's ±1 input).
-  std::size_t to_bits(std::size_t v, std::size_t call) {
-    const traced_call& c = g_.calls()[call];
-    if (meta_[v].kind != value_kind::bits) {
-      if (meta_[v].kind == value_kind::integer) v = to_real(v, c.path);
-      v = emit(std::make_unique<sign_op>(), c.path, {v}, kind_meta(value_kind::bits));
-    }
-    model_.parity_points.push_back(parity_point{input_label(call, 0) + " (±1)", c.path, occurrence_[call], 0, "", v, true});
-    return v;
-  }
-
-  // --- the trace -------------------------------------------------------------------
-
-  /// Whether an op passes a monotone rounding through unchanged and has no quantizer of its own
-  /// (relu6 too: q(min(max(x, 0), 6)) = min(max(q(x), q(0)), q(6)), a clamp of the integers).
-  bool commutes(const traced_call* c) const {
-    if (c->function) return c->type == "relu" || c->type == "relu6" || moves_elements(c->type, c->attributes);
-    const layer_info* i = info_of(*c);
-    return i && !site_quantizer(i->output, call_number(c)) && commutes_up_to_output(c);
-  }
-
-  /// commutes, but for a quantizer on the op's own output (tfmot's and PyTorch's
-  /// placement: a relu whose output is rounded), which is then the grid to land on.
-  bool commutes_up_to_output(const traced_call* c) const {
-    if (c->function) return false;
-    const layer_info* i = info_of(*c);
-    if (!i || site_quantizer(i->input, call_number(c))) return false;
-    return i->what == layer_info::kind::relu || i->what == layer_info::kind::identity ||
-           i->what == layer_info::kind::flatten || i->what == layer_info::kind::reshape ||
-           i->what == layer_info::kind::max_pool || i->what == layer_info::kind::global_max_pool ||
-           (i->what == layer_info::kind::activation && i->function == "relu6") ||
-           (i->what == layer_info::kind::function && moves_elements(i->function, i->ints));
-  }
-
-  /// The quantizer (met in this lowering) whose grid `meta` is on, or null.
-  const fake_quantizer* owner_of(const engine_tensor& meta) const {
-    for (auto it = grid_owners_.rbegin(); it != grid_owners_.rend(); ++it)
-      if (same_grid(meta, (*it)->grid(1))) return *it;
-    return nullptr;
-  }
-
-  /// The quantizer every use of `s` meets first, through commuting ops; null if a use
-  /// meets none (a model output, a float layer) or two uses meet different grids.
-  const fake_quantizer* next_quantizer(const variable_state* s) const {
-    std::vector<const traced_call*> uses = uses_of(s);
-    while (uses.size() == 1 && commutes(uses[0])) {
-      s = uses[0]->output;
-      uses = uses_of(s);
-    }
-    if (uses.size() == 1 && s != model_output_ && commutes_up_to_output(uses[0])) {
-      const fake_quantizer* q = site_quantizer(info_of(*uses[0])->output, call_number(uses[0]));
-      return q && !q->config().per_channel ? q : nullptr;
-    }
-    if (uses.empty() || s == model_output_) return nullptr;
-    const fake_quantizer* found = nullptr;
-    for (const traced_call* u : uses) {
-      const layer_info* i = info_of(*u);
-      if (!i) return nullptr;
-      for (std::size_t k = 0; k < u->inputs.size(); ++k) {  // a merge may take `s` as any input
-        if (u->inputs[k] != s) continue;
-        const fake_quantizer* q = site_quantizer(input_sites(*i, k), call_number(u));
-        if (!q || q->config().per_channel) return nullptr;
-        if (found) {
-          const quantization_grid a = found->grid(1), b = q->grid(1);
-          if (a.scale != b.scale || a.zero_point != b.zero_point || a.qmin != b.qmin || a.qmax != b.qmax) return nullptr;
-        }
-        found = q;
-      }
-    }
-    return found;
-  }
-
- public:
-  const variable_state* model_output_ = nullptr;
-
- private:
-  /// A call, then the quantizer on its output if it has one (tfmot's and PyTorch's
-  /// placement; a conv or dense lands on it itself).
-  void lower_call(std::size_t i) {
-    lower_call_body(i);
-    const traced_call& c = g_.calls()[i];
-    const layer_info* info = c.function ? nullptr : info_of(c);
-    if (!info || info->what == layer_info::kind::linear) return;
-    if (const fake_quantizer* q = site_quantizer(info->output, i)) {
-      std::size_t v = value(c.output, c.describe());
-      if (meta_[v].kind == value_kind::bits) v = to_real(v, c.path);
-      value_of_[c.output] = to_integer(v, *q, i, 0, true);
-    }
-  }
-
-  void lower_call_body(std::size_t i) {
-    const traced_call& c = g_.calls()[i];
-    if (c.function) {
-      const std::string where = "xq::ops::" + c.type;
-      if (c.type == "relu") {
-        std::size_t v = value(c.inputs.at(0), c.describe());
-        if (meta_[v].kind == value_kind::bits) v = to_real(v, where);
-        const engine_tensor m = meta_[v];  // a relu keeps the grid
-        value_of_[c.output] = emit(std::make_unique<relu_op>(), where, {v}, m);
-        return;
-      }
-      if (c.type == "relu6" || c.type == "sigmoid" || c.type == "tanh" || c.type == "swish" || c.type == "softmax")
-        return lower_activation(i, where, c.type, 0.0f, value(c.inputs.at(0), c.describe()));
-      if (c.type == "add" || c.type == "multiply" || c.type == "concatenate")
-        return lower_merge(i, where, c.type, concat_axis_of(c), {});
-      if (function_op::known(c.type)) return lower_function(i, where, c.type, c.attributes, nullptr);
-      throw argument_error(where,
-                           "a function the integer engine has (relu, relu6, sigmoid, tanh, swish, softmax, gelu, add, "
-                           "multiply, concatenate, broadcast_add, subtract, broadcast_multiply, matmul, slice, split, "
-                           "transpose, attend; leaky_relu as the xq::leaky_relu layer, whose alpha it can read)",
-                           "a call of xq::ops::" + c.type + " in the forward code");
-    }
-    const layer_info* info = info_of(c);
-    if (!info || info->what == layer_info::kind::none)
-      throw argument_error(c.path, "a layer the integer engine has (conv2d, depthwise_conv2d, dense, max_pool2d, "
-                                   "average_pool2d, global_average_pool2d, global_max_pool2d, batch_norm, relu, "
-                                   "relu6, leaky_relu, sigmoid, tanh, swish, softmax, add, concatenate, multiply, "
-                                   "embedding, tied_projection, tied_dense, flatten, reshape, dropout, Larq sign layers)",
-                           "a " + c.type + " layer" + why_no_integer_form(c.type));
-    if (info->what == layer_info::kind::merge) return lower_merge(i, c.path, info->function, info->axis, info->inputs);
-    if (info->what == layer_info::kind::embedding) return lower_embedding(i, *info);
-    if (info->what == layer_info::kind::function)
-      return lower_function(i, c.path, info->function, function_arguments(*info, c), info);
-    std::size_t v = value(c.inputs.at(0), c.describe());
-    // An opt-in input QDQ on a layer without weights (max pooling, a batch norm): round first.
-    if (info->what != layer_info::kind::linear)
-      if (const fake_quantizer* q = site_quantizer(info->input, i)) v = to_integer(v, *q, i, 0);
-    switch (info->what) {
-      case layer_info::kind::identity: value_of_[c.output] = v; return;
-      case layer_info::kind::relu: {
-        if (meta_[v].kind == value_kind::bits) v = to_real(v, c.path);
-        engine_tensor m = meta_[v];
-        value_of_[c.output] = emit(std::make_unique<relu_op>(), c.path, {v}, m);
-        return;
-      }
-      case layer_info::kind::flatten:
-      case layer_info::kind::reshape: {
-        auto op = std::make_unique<reshape_op>();
-        const auto& s = c.output->value.shape();
-        op->target.assign(s.begin() + 1, s.end());
-        engine_tensor m = meta_[v];
-        if (m.kind == value_kind::bits) v = to_real(v, c.path), m = real_meta();
-        value_of_[c.output] = emit(std::move(op), c.path, {v}, m);
-        return;
-      }
-      case layer_info::kind::max_pool: {
-        auto op = std::make_unique<max_pool_op>();
-        const auto& s = c.inputs[0]->value.shape();
-        op->geometry = window(info->pool, info->pool_strides, {1, 1}, info->pool_padding, s[1], s[2]);
-        engine_tensor m = meta_[v];
-        if (m.kind == value_kind::bits) v = to_real(v, c.path), m = real_meta();
-        value_of_[c.output] = emit(std::move(op), c.path, {v}, m);
-        return;
-      }
-      case layer_info::kind::batch_norm: {
-        if (meta_[v].kind != value_kind::accumulator) v = to_real(v, c.path);
-        auto op = std::make_unique<batch_norm_op>();
-        norm_affine a = affine_of(*info->norm, c.path);
-        op->mean = std::move(a.mean);
-        op->scale = std::move(a.scale);
-        op->offset = std::move(a.offset);
-        value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
-        return;
-      }
-      case layer_info::kind::global_max_pool: {  // a max pool over the whole image: integers stay integers
-        auto op = std::make_unique<max_pool_op>();
-        const auto& s = c.inputs[0]->value.shape();
-        op->geometry = window({s[1], s[2]}, {1, 1}, {1, 1}, xq::padding::valid, s[1], s[2]);
-        engine_tensor m = meta_[v];
-        if (m.kind == value_kind::bits) v = to_real(v, c.path), m = real_meta();
-        std::size_t out = emit(std::move(op), c.path, {v}, m);
-        if (!info->keepdims) {
-          auto r = std::make_unique<reshape_op>();
-          r->target = {s[3]};
-          out = emit(std::move(r), c.path, {out}, m);
-        }
-        value_of_[c.output] = out;
-        return;
-      }
-      case layer_info::kind::average_pool:
-      case layer_info::kind::global_average_pool: {
-        if (o_.average_pool == average_pooling::integer && meta_[v].kind == value_kind::integer) {
-          auto op = std::make_unique<integer_average_pool_op>();
-          const auto& s = c.inputs[0]->value.shape();
-          if (info->what == layer_info::kind::average_pool)
-            op->geometry = window(info->pool, info->pool_strides, {1, 1}, info->pool_padding, s[1], s[2]);
-          else
-            op->geometry = window({s[1], s[2]}, {1, 1}, {1, 1}, xq::padding::valid, s[1], s[2]);
-          const engine_tensor m = meta_[v];
-          std::size_t out = emit(std::move(op), c.path, {v}, m);
-          if (info->what == layer_info::kind::global_average_pool && !info->keepdims) {
-            auto r = std::make_unique<reshape_op>();
-            r->target = {s[3]};
-            out = emit(std::move(r), c.path, {out}, m);
-          }
-          value_of_[c.output] = out;
-          return;
-        }
-        // The simulation averages the dequantized floats (sum in window order, then divide
-        // by the count): xquant's own pooling on the same floats gives its floats exactly,
-        // and the next quantizer rounds them as the simulation does.
-        v = to_real(v, c.path);
-        auto op = std::make_unique<real_function_op>();
-        if (info->what == layer_info::kind::average_pool) {
-          op->function = "average_pool2d";
-          op->pool = info->pool;
-          op->strides = info->pool_strides;
-          op->padding = info->pool_padding == xq::padding::same ? 1 : 0;
-        } else {
-          op->function = "global_average_pool2d";
-          op->keepdims = info->keepdims;
-        }
-        value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
-        return;
-      }
-      case layer_info::kind::activation: return lower_activation(i, c.path, info->function, info->alpha, v);
-      case layer_info::kind::linear: lower_linear(i, *info, v); return;
-      case layer_info::kind::merge:
-      case layer_info::kind::embedding:
-      case layer_info::kind::function:
-      case layer_info::kind::none: break;
-    }
-  }
-
-  /// A layer or function the engine computes with xquant's own function (function_op):
-  /// each input first on its own QDQ site's grid (if it has one); a layout function moves
-  /// integers and keeps their grid, any other computes on the dequantized floats, as the
-  /// simulation does, and the next quantizer rounds. A kernel quantizer (conv2d_transpose)
-  /// gives the kernel the simulation multiplies by.
-  void lower_function(std::size_t i, const std::string& where, const std::string& function, std::vector<std::int64_t> ints,
-                      const layer_info* info) {
-    const traced_call& c = g_.calls()[i];
-    auto op = std::make_unique<function_op>();
-    op->function = function;
-    op->ints = std::move(ints);
-    const bool moves = op->moves_only();
-    std::vector<std::size_t> vs;
-    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      std::size_t v = value(c.inputs[k], c.describe());
-      if (info)
-        if (const fake_quantizer* q = site_quantizer(input_sites(*info, k), i)) v = to_integer(v, *q, i, k);
-      if (!moves || meta_[v].kind != value_kind::integer) v = to_real(v, where);
-      vs.push_back(v);
-    }
-    if (info) {
-      op->floats = info->floats;
-      op->tensors = info->tensors;
-      const fake_quantizer* wq = info->weight && info->weight->enabled() ? info->weight : nullptr;
-      if (wq && !op->tensors.empty()) {
-        const xq::no_grad nothing_recorded;
-        op->tensors[0] = wq->fake_quantize(op->tensors[0]);
-      }
-    }
-    op->inputs = vs;
-    op->validate();
-    const engine_tensor m = moves ? meta_[vs.at(0)] : real_meta();
-    value_of_[c.output] = emit(std::move(op), where, vs, m);
-  }
-
-  /// concatenate's axis from the traced shapes (a function call does not record it): the
-  /// axis along which the output is longer than input 0.
-  static int concat_axis_of(const traced_call& c) {
-    const auto& in = c.inputs.at(0)->value.shape();
-    const auto& out = c.output->value.shape();
-    for (std::size_t d = 0; d < out.size() && d < in.size(); ++d)
-      if (out[d] != in[d]) return int(d);
-    return -1;
-  }
-
-  /// An activation with no integer form computes in float with xquant's own function;
-  /// relu6 on integers already on the next quantizer's grid is an integer clamp.
-  void lower_activation(std::size_t i, const std::string& path, const std::string& function, float alpha,
-                        std::size_t v) {
-    const traced_call& c = g_.calls()[i];
-    if (function == "relu6" && meta_[v].kind == value_kind::integer) {
-      if (const fake_quantizer* q = owner_of(meta_[v])) {
-        tensor bounds = tensor::from_shape({2});
-        bounds.data()[0] = 0.0f;
-        bounds.data()[1] = 6.0f;
-        const std::vector<std::int32_t> b = q->integers(bounds);
-        auto op = std::make_unique<clamp_op>();
-        op->lo = b[0] - meta_[v].zero_point;
-        op->hi = b[1] - meta_[v].zero_point;
-        const engine_tensor m = meta_[v];
-        value_of_[c.output] = emit(std::move(op), path, {v}, m);
-        return;
-      }
-    }
-    v = to_real(v, path);
-    auto op = std::make_unique<real_function_op>();
-    op->function = function;
-    op->alpha = alpha;
-    value_of_[c.output] = emit(std::move(op), path, {v}, real_meta());
-  }
-
-  /// add / multiply: each input on its own quantizer's grid (if it has one), then the
-  /// simulation's float arithmetic on the dequantized values; concatenate: integers when
-  /// every input is on one grid, else floats (rounding commutes with concatenation).
-  void lower_merge(std::size_t i, const std::string& path, const std::string& function, int axis,
-                   const std::vector<const site_quantizers*>& sites) {
-    const traced_call& c = g_.calls()[i];
-    std::vector<std::size_t> vs;
-    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      std::size_t v = value(c.inputs[k], c.describe());
-      if (const fake_quantizer* q = k < sites.size() ? site_quantizer(sites[k], i) : nullptr) v = to_integer(v, *q, i, k);
-      if (meta_[v].kind == value_kind::bits || meta_[v].kind == value_kind::accumulator) v = to_real(v, path);
-      vs.push_back(v);
-    }
-    if (o_.merge == merge_arithmetic::integer && lower_integer_merge(i, path, function, axis, vs)) return;
-    if (function == "concatenate") {
-      const long rank = long(c.output->value.dimension());
-      const long ax = axis < 0 ? axis + rank : axis;
-      if (ax < 0 || ax >= rank)
-        throw argument_error(path, xq::detail::concat("a concatenation axis of a rank-", rank, " tensor"),
-                             xq::detail::concat(axis));
-      bool one_grid = true;
-      for (std::size_t v : vs) {
-        const engine_tensor& a = meta_[v];
-        const engine_tensor& b = meta_[vs[0]];
-        one_grid = one_grid && a.kind == value_kind::integer && b.kind == value_kind::integer && a.scale == b.scale &&
-                   a.zero_point == b.zero_point && a.qmin == b.qmin && a.qmax == b.qmax;
-      }
-      if (!one_grid)
-        for (std::size_t& v : vs) v = to_real(v, path);
-      auto op = std::make_unique<concatenate_op>();
-      op->axis = std::size_t(ax);
-      const engine_tensor m = one_grid ? meta_[vs[0]] : real_meta();
-      value_of_[c.output] = emit(std::move(op), path, vs, m);
-      return;
-    }
-    for (std::size_t& v : vs) v = to_real(v, path);
-    auto op = std::make_unique<real_function_op>();
-    op->function = function;
-    value_of_[c.output] = emit(std::move(op), path, vs, real_meta());
-  }
-
-  /// merge_arithmetic::integer: the merge as integer ops onto the grid of the quantizer
-  /// that follows it; false (nothing emitted) where an input is not on an integer grid, no
-  /// one quantizer follows, or the shapes or input count have no integer form.
-  bool lower_integer_merge(std::size_t i, const std::string& path, const std::string& function, int axis,
-                           std::vector<std::size_t>& vs) {
-    const traced_call& c = g_.calls()[i];
-    for (std::size_t v : vs)
-      if (meta_[v].kind != value_kind::integer) return false;
-    const layer_info* info = c.function ? nullptr : info_of(c);
-    const fake_quantizer* own = info ? site_quantizer(info->output, i) : nullptr;
-    const fake_quantizer* target = own ? (own->config().per_channel ? nullptr : own) : next_quantizer(c.output);
-    if (!target) return false;
-    const quantization_grid tg = target->grid(1);
-    const integer_grid out{tg.scale[0], tg.zero_point[0], tg.qmin, tg.qmax};
-    engine_tensor out_meta = kind_meta(value_kind::integer);
-    out_meta.scale = out.scale;
-    out_meta.zero_point = out.zero_point;
-    out_meta.qmin = out.qmin;
-    out_meta.qmax = out.qmax;
-    const auto& shape0 = c.inputs.at(0)->value.shape();
-    bool same_shapes = true;
-    for (const variable_state* in : c.inputs) same_shapes = same_shapes && in->value.shape() == shape0;
-    if (function == "add" && same_shapes) {
-      auto op = std::make_unique<integer_add_op>();
-      op->path = path;
-      op->scheme = o_.requant;
-      op->out = out;
-      // TFLite's 20 bits unless the inputs' integers could overflow the int32 sum: each
-      // term is at most |q - zp| * 2^(left_shift - 1).
-      std::int64_t widest = 1;
-      for (std::size_t v : vs) {
-        op->input_scales.push_back(meta_[v].scale);
-        widest = std::max<std::int64_t>(widest, std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin));
-      }
-      while (op->left_shift > 0 &&
-             std::int64_t(vs.size()) * widest * (std::int64_t(1) << (op->left_shift - 1)) >= (std::int64_t(1) << 31))
-        --op->left_shift;
-      op->prepare();
-      grid_owners_.push_back(target);
-      value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
-      return true;
-    }
-    if (function == "multiply" && same_shapes && vs.size() == 2) {
-      auto op = std::make_unique<integer_multiply_op>();
-      op->path = path;
-      op->scheme = o_.requant;
-      op->input_scales = {meta_[vs[0]].scale, meta_[vs[1]].scale};
-      op->out = out;
-      op->prepare();
-      grid_owners_.push_back(target);
-      value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
-      return true;
-    }
-    if (function != "concatenate") return false;
-    const long rank = long(c.output->value.dimension());
-    const long ax = axis < 0 ? axis + rank : axis;
-    if (ax < 0 || ax >= rank) return false;  // the float path names the error
-    for (std::size_t& v : vs) {
-      if (same_grid(meta_[v], tg)) continue;
-      auto r = std::make_unique<rescale_op>();
-      r->path = path;
-      r->scheme = o_.requant;
-      r->in_scale = meta_[v].scale;
-      r->out = out;
-      r->prepare();
-      v = emit(std::move(r), path, {v}, out_meta);
-    }
-    auto op = std::make_unique<concatenate_op>();
-    op->axis = std::size_t(ax);
-    grid_owners_.push_back(target);
-    value_of_[c.output] = emit(std::move(op), path, vs, out_meta);
-    return true;
-  }
-
-  /// An embedding: a gather of the table the simulation looks up in (its kernel
-  /// quantizer's integers with a scale per row, or floats).
-  void lower_embedding(std::size_t i, const layer_info& info) {
-    const traced_call& c = g_.calls()[i];
-    const std::size_t v = to_real(value(c.inputs.at(0), c.describe()), c.path);
-    auto op = std::make_unique<gather_op>();
-    const tensor& table = info.kernel;
-    if (table.dimension() != 2) throw argument_error(c.path, "a built embedding table of rank 2", xq::detail::shape_string(table.shape()));
-    op->rows = table.shape()[0];
-    op->dim = table.shape()[1];
-    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
-    bool stored = false;
-    if (wq) {
-      const xq::no_grad nothing_recorded;
-      const tensor fq = wq->fake_quantize(table);
-      const bool per_row = !wq->config().per_channel || wq->config().channel_axis == 0 || wq->config().channel_axis == -2;
-      if (per_row) {
-        const quantization_grid g = wq->grid(wq->config().per_channel ? op->rows : 1);
-        const std::vector<std::int32_t> q = wq->integers(table);
-        op->integers.resize(q.size());
-        op->row_scale.resize(op->rows);
-        bool exact = true;
-        for (std::size_t r = 0; r < op->rows; ++r) {
-          const std::size_t ch = g.per_channel ? r : 0;
-          op->row_scale[r] = g.scale[ch];
-          for (std::size_t d = 0; d < op->dim; ++d) {
-            const std::size_t e = r * op->dim + d;
-            const std::int32_t centred = q[e] - g.zero_point[ch];
-            op->integers[e] = static_cast<std::int16_t>(centred);
-            exact = exact && float(centred) * g.scale[ch] == fq.data()[e];
-          }
-        }
-        // The rows must be the simulation's floats; otherwise keep those floats.
-        stored = op->quantized = exact;
-      }
-      if (!stored) {
-        op->integers.clear();
-        op->row_scale.clear();
-        op->table.assign(fq.begin(), fq.end());
-        stored = true;
-      }
-    }
-    if (!stored) op->table.assign(table.begin(), table.end());
-    value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
-  }
-
-  static window_geometry window(std::array<std::size_t, 2> k, std::array<std::size_t, 2> strides,
-                                std::array<std::size_t, 2> dilation, xq::padding p, std::size_t h, std::size_t w) {
-    window_geometry g;
-    g.window = k;
-    g.strides = strides;
-    g.dilation = dilation;
-    g.pads = window_pads({1, h, w, 1}, k, strides, dilation, p);
-    return g;
-  }
-
-  // --- linear layers ---------------------------------------------------------------
-
-  void lower_linear(std::size_t i, const layer_info& info, std::size_t v) {
-    const traced_call& c = g_.calls()[i];
-    if (info.larq) return lower_larq(i, info, v);
-    const fake_quantizer* iq = site_quantizer(info.input, i);
-    const fake_quantizer* wq = info.weight && info.weight->enabled() ? info.weight : nullptr;
-    // An input already on a grid (the quantizer on the previous layer's output, tfmot's and
-    // PyTorch's placement) is the simulation's input as it is.
-    const bool on_grid = !iq && meta_[v].kind == value_kind::integer;
-    if ((!iq && !on_grid) || !wq) return lower_real_linear(i, info, v, wq);
-
-    if (iq) v = to_integer(v, *iq, i, 0);
-    const double s_in = meta_[v].scale;
-
-    // The kernel the simulation fake-quantizes (folded: kernel * s, with its arithmetic).
-    std::vector<float> fold_scale;
-    const tensor kernel = quantized_kernel_input(info, &fold_scale);
-    const std::size_t f = info.transposed ? kernel.shape()[0]
-                          : info.linear_form == layer_info::form::depthwise_conv2d
-                              ? kernel.shape()[2] * kernel.shape()[3]
-                              : kernel.shape().back();
-    const kernels::channel_layout wl =
-        wq->config().per_channel ? kernels::channel_layout::of(kernel.shape(), wq->config().channel_axis, wq->path().c_str())
-                                 : kernels::channel_layout{1, 1, kernel.size()};
-    const quantization_grid wg = wq->grid(wl.channels);
-    const std::vector<std::int32_t> wq_int = wq->integers(kernel);
-
-    auto weight_channel = [&](std::size_t o) -> std::size_t {
-      if (info.transposed) {  // a tied projection's table (V, D): output channel V, axis 0
-        if (!wg.per_channel) return 0;
-        if (wq->config().channel_axis == 0 || wq->config().channel_axis == -2) return o;
-        throw argument_error(wq->path(), "a per-channel kernel grid on the table's rows (axis 0)",
-                             xq::detail::concat("axis ", wq->config().channel_axis));
-      }
-      return detail::weight_channel(info, wg, kernel.dimension(), o, wq->path());
-    };
-
-    // A batch norm fed by this layer alone is absorbed when the output is requantized.
-    const traced_call* norm_call = nullptr;
-    const fake_quantizer* norm_output = nullptr;
-    norm_affine norm;
-    const fake_quantizer* oq = site_quantizer(info.output, i);
-    const fake_quantizer* target = oq;
-    if (!oq) {
-      const auto uses = uses_of(c.output);
-      const layer_info* ni = uses.size() == 1 ? info_of(*uses[0]) : nullptr;
-      if (ni && ni->what == layer_info::kind::batch_norm && !site_quantizer(ni->input, call_number(uses[0])) &&
-          c.output != model_output_) {
-        // The batch norm's own output quantizer if it has one, else the next one downstream.
-        norm_output = site_quantizer(ni->output, call_number(uses[0]));
-        const fake_quantizer* t = norm_output ? (norm_output->config().per_channel ? nullptr : norm_output)
-                                              : next_quantizer(uses[0]->output);
-        if (t) {
-          norm_call = uses[0];
-          norm = affine_of(*ni->norm, ni->path);
-          target = t;
-        }
-      }
-      if (!norm_call) target = next_quantizer(c.output);
-    }
-
-    // Per output channel: y = a[o] * acc + b[o] in the simulation's real units.
-    std::vector<double> a(f), b(f);
-    for (std::size_t o = 0; o < f; ++o) {
-      a[o] = s_in * double(wg.scale[weight_channel(o)]);
-      if (info.fold) a[o] /= double(fold_scale[o]);
-      b[o] = info.bias.size() ? double(info.bias.data()[o]) : 0.0;
-      if (norm_call) {
-        a[o] *= double(norm.scale[o]);
-        b[o] = (b[o] - double(norm.mean[o])) * double(norm.scale[o]) + double(norm.offset[o]);
-      }
-    }
-
-    auto op = std::make_unique<integer_linear_op>();
-    op->shape_form = info.linear_form == layer_info::form::conv2d           ? integer_linear_op::form::conv2d
-                     : info.linear_form == layer_info::form::depthwise_conv2d ? integer_linear_op::form::depthwise_conv2d
-                                                                              : integer_linear_op::form::dense;
-    op->out_channels = f;
-    op->depth_multiplier = info.depth_multiplier;
-    op->in_channels = info.transposed                                 ? kernel.shape()[1]
-                      : info.linear_form == layer_info::form::dense ? kernel.shape()[0]
-                                                                    : kernel.shape()[2];
-    if (op->shape_form != integer_linear_op::form::dense) {
-      const auto& s = c.inputs[0]->value.shape();
-      op->geometry = window(info.kernel_size, info.geometry.strides, info.geometry.dilation, info.geometry.padding,
-                            s[1], s[2]);
-    }
-    // Centred weights; a channel with a negative multiplier (a negative batch-norm scale)
-    // is negated, so every requantizer multiplies by a positive number.
-    op->weights.resize(wq_int.size());
-    std::int32_t max_w = 0;
-    for (std::size_t e = 0; e < wq_int.size(); ++e) {
-      // The output channel is the last index of every layout here, but a tied projection's
-      // (V, D) table, which is stored transposed, (D, V).
-      const std::size_t o = info.transposed ? e / op->in_channels : e % f;
-      const std::size_t to = info.transposed ? (e % op->in_channels) * f + o : e;
-      const std::size_t ch = wg.per_channel ? (e / wl.inner) % wl.channels : 0;
-      std::int32_t w = wq_int[e] - wg.zero_point[ch];
-      if (a[o] < 0) w = -w;
-      op->weights[to] = static_cast<std::int16_t>(w);
-      max_w = std::max(max_w, std::abs(w));
-    }
-    const std::int32_t max_x = std::max(meta_[v].qmax - meta_[v].zero_point, meta_[v].zero_point - meta_[v].qmin);
-    const std::size_t k = op->shape_form == integer_linear_op::form::depthwise_conv2d
-                              ? info.kernel_size[0] * info.kernel_size[1]
-                              : wq_int.size() / f;
-    const double worst = double(k) * double(max_x) * double(max_w);
-    engine_tensor out_meta;
-    if (target) {
-      const quantization_grid tg = target->grid(1);
-      grid_owners_.push_back(target);
-      std::vector<double> m(f);
-      op->bias.resize(f);
-      for (std::size_t o = 0; o < f; ++o) {
-        const double scale = std::fabs(a[o]);
-        const double bias = std::nearbyint(b[o] / scale);
-        if (!(std::fabs(bias) + worst < 2147483647.0))
-          throw argument_error(c.path, "an int32 accumulator that cannot overflow",
-                               xq::detail::concat("bias ", bias, " + up to ", worst, " from ", k, " products in channel ", o));
-        op->bias[o] = static_cast<std::int32_t>(bias);
-        m[o] = scale / double(tg.scale[0]);
-      }
-      op->requant = requantizer(o_.requant, std::move(m), c.path);
-      if (o_.bias == bias_precision::float32) {
-        if (o_.requant != requantization::float_multiplier)
-          throw argument_error(c.path, "the float_multiplier requantization with a float bias",
-                               to_string(o_.requant));
-        op->float_bias = true;
-        op->bias.clear();
-        for (std::size_t o = 0; o < f; ++o) {
-          op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
-          op->real_bias.push_back(static_cast<float>(b[o]));
-        }
-      }
-      op->out_scale = tg.scale[0];
-      op->out_zero_point = tg.zero_point[0];
-      op->out_qmin = tg.qmin;
-      op->out_qmax = tg.qmax;
-      out_meta = kind_meta(value_kind::integer);
-      out_meta.scale = tg.scale[0];
-      out_meta.zero_point = tg.zero_point[0];
-      out_meta.qmin = tg.qmin;
-      out_meta.qmax = tg.qmax;
-    } else {
-      if (!(worst < 2147483647.0))
-        throw argument_error(c.path, "an int32 accumulator that cannot overflow",
-                             xq::detail::concat("up to ", worst, " from ", k, " products"));
-      op->integer_output = false;
-      for (std::size_t o = 0; o < f; ++o) {
-        op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
-        op->real_bias.push_back(static_cast<float>(b[o]));
-      }
-      out_meta = real_meta();
-    }
-    op->prepare();
-    const std::size_t out = emit(std::move(op), c.path, {v}, out_meta);
-    if (oq)  // requantized onto its own output grid: a parity point there
-      model_.parity_points.push_back(parity_point{c.path + " output", c.path, occurrence_[i], 0, oq->path(), out, false, true});
-    if (norm_call) {
-      skipped_.insert(call_number(norm_call));
-      value_of_[norm_call->output] = out;
-      if (norm_output && norm_output == target)  // landed on the batch norm's own output grid
-        model_.parity_points.push_back(parity_point{norm_call->path + " output", norm_call->path,
-                                                    occurrence_[call_number(norm_call)], 0, norm_output->path(), out,
-                                                    false, true});
-    } else {
-      value_of_[c.output] = out;
-    }
-  }
-
-  /// A layer left in float (its input or kernel not quantized): xquant's float kernels on
-  /// the kernel the simulation uses.
-  void lower_real_linear(std::size_t i, const layer_info& info, std::size_t v, const fake_quantizer* wq) {
-    const traced_call& c = g_.calls()[i];
-    v = to_real(v, c.path);
-    auto op = std::make_unique<real_linear_op>();
-    {
-      const xq::no_grad nothing_recorded;
-      if (info.fold) {
-        const var s = ops::fold_scale(*info.fold);
-        var k = ops::scale_channels(var(info.kernel), s, c.path);
-        if (wq) k = var(wq->fake_quantize(k.value()));
-        op->kernel = ops::divide_channels(k, s, c.path).value();
-      } else {
-        op->kernel = wq ? wq->fake_quantize(info.kernel) : info.kernel;
-      }
-    }
-    op->has_bias = info.bias.size() > 0;
-    if (op->has_bias) op->bias = info.bias;
-    fill_real_geometry(*op, info);
-    value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
-    // Its output quantizer, if any, rounds the float output as the simulation does.
-    if (const fake_quantizer* oq = site_quantizer(info.output, i))
-      value_of_[c.output] = to_integer(value_of_[c.output], *oq, i, 0, true);
-  }
-
-  static void fill_real_geometry(real_linear_op& op, const layer_info& info) {
-    op.transposed = info.transposed;
-    op.dense = info.linear_form == layer_info::form::dense;
-    op.depthwise = info.linear_form == layer_info::form::depthwise_conv2d;
-    op.strides = info.geometry.strides;
-    op.dilation = info.geometry.dilation;
-    op.padding = info.geometry.padding == xq::padding::same ? 1 : 0;
-  }
-
-  void lower_larq(std::size_t i, const layer_info& info, std::size_t v) {
-    const traced_call& c = g_.calls()[i];
-    using lq = layer_info::larq_quantizer;
-    if (info.larq_input == lq::none) {  // a float input: a float op with the quantized kernel
-      if (info.pad_value != 0.0f && info.geometry.padding == xq::padding::same)
-        throw argument_error(c.path, "pad_values 0 for a layer with a float input", xq::detail::concat(info.pad_value));
-      v = to_real(v, c.path);
-      auto op = std::make_unique<real_linear_op>();
-      op->kernel = info.larq_kernel == lq::none ? info.kernel : info.larq_quantized_kernel;
-      op->has_bias = info.bias.size() > 0;
-      if (op->has_bias) op->bias = info.bias;
-      fill_real_geometry(*op, info);
-      value_of_[c.output] = emit(std::move(op), c.path, {v}, real_meta());
-      return;
-    }
-    if (info.larq_input != lq::sign || info.larq_kernel != lq::sign || info.linear_form == layer_info::form::depthwise_conv2d)
-      throw argument_error(c.path, "a binary layer: Larq sign quantizers (ste_sign, approx_sign) on input and kernel",
-                           "another quantizer (it has no integer form yet)");
-    if (info.geometry.padding == xq::padding::same && info.pad_value != 1.0f)
-      throw argument_error(c.path, "pad_values(1.0f) for a binary layer with same padding (a ±1 border)",
-                           xq::detail::concat("pad_values ", info.pad_value, ": a 0 border is not binary"));
-    v = to_bits(v, i);
-    const tensor& kq = info.larq_quantized_kernel;
-    auto op = std::make_unique<binary_linear_op>();
-    op->dense = info.linear_form == layer_info::form::dense;
-    const std::size_t f = kq.shape().back();
-    op->out_channels = f;
-    if (op->dense) {
-      const std::size_t kin = kq.shape()[0];
-      op->in_channels = kin;
-      op->words_per_row = (kin + 63) / 64;
-      op->weights.assign(f * op->words_per_row, 0);
-      for (std::size_t p = 0; p < kin; ++p)
-        for (std::size_t o = 0; o < f; ++o)
-          if (kq.data()[p * f + o] < 0) op->weights[o * op->words_per_row + p / 64] |= std::uint64_t(1) << (p % 64);
-    } else {
-      const std::size_t kh = kq.shape()[0], kw = kq.shape()[1], cin = kq.shape()[2], wpp = (cin + 63) / 64;
-      op->in_channels = cin;
-      op->words_per_row = kh * kw * wpp;
-      op->weights.assign(f * op->words_per_row, 0);
-      for (std::size_t u = 0; u < kh; ++u)
-        for (std::size_t w = 0; w < kw; ++w)
-          for (std::size_t ch = 0; ch < cin; ++ch)
-            for (std::size_t o = 0; o < f; ++o)
-              if (kq.data()[((u * kw + w) * cin + ch) * f + o] < 0)
-                op->weights[o * op->words_per_row + (u * kw + w) * wpp + ch / 64] |= std::uint64_t(1) << (ch % 64);
-      const auto& s = c.inputs[0]->value.shape();
-      op->geometry = window(info.kernel_size, info.geometry.strides, info.geometry.dilation, info.geometry.padding,
-                            s[1], s[2]);
-    }
-    std::size_t out = emit(std::move(op), c.path, {v}, kind_meta(value_kind::accumulator));
-    if (info.bias.size()) {  // float(acc) + bias, as the simulation adds it
-      auto bn = std::make_unique<batch_norm_op>();
-      bn->mean.assign(f, 0.0f);
-      bn->scale.assign(f, 1.0f);
-      bn->offset.assign(info.bias.begin(), info.bias.end());
-      out = emit(std::move(bn), c.path, {out}, real_meta());
-    }
-    value_of_[c.output] = out;
-  }
-
+  const deploy_graph& g_;
   lower_options o_;
+  const quantizer_lookup& quantizers_;
   integer_model model_;
   std::vector<engine_tensor> meta_;
-  std::unordered_map<const variable_state*, std::size_t> value_of_;
-  std::set<std::size_t> skipped_;
-  std::vector<const fake_quantizer*> grid_owners_;  ///< the quantizers whose grids values are on
+  std::map<value_id, std::size_t> value_of_;
+  std::set<std::size_t> done_;                 ///< graph nodes lowered by another (absorbed batch norms)
+  std::map<std::size_t, std::string> owner_;   ///< engine value -> the quantizer whose grid it is on
 };
 
-XQ_DECL integer_model lower_model(const model_access& m, const std::vector<std::size_t>& sample_shape,
-                                  const lower_options& o) {
-  layer_table table;
-  build_and_describe(m, sample_shape, table);
-  graph_trace trace;
-  var input, output;
-  traced_pass(m, sample_shape, input, output);
-  const auto constants = constant_values(m, sample_shape, trace, input.state().get());
-  return lower_trace(trace, table, input.state().get(), output.state().get(), sample_shape, o, constants);
+XQ_DECL integer_model lower_graph(const deploy_graph& g, const lower_options& o, const quantizer_lookup& quantizers) {
+  return lowering(g, o, quantizers).run();
 }
 
-XQ_DECL integer_model lower_trace(const graph_trace& trace, const layer_table& table, const variable_state* input,
-                                  const variable_state* output, const std::vector<std::size_t>& sample_shape,
-                                  const lower_options& o, const std::set<const variable_state*>& constants) {
-  lowering l(trace, table, o, constants);
-  l.model_output_ = output;
-  return l.run(input, output, sample_shape);
+XQ_DECL quantizer_lookup quantizers_of(const model_handle& m) {
+  quantizer_lookup found;
+  xq::detail::for_each_quantizer_ref(
+      m.ref,
+      [](void* f, quantizer_base& q) {
+        if (auto* fq = dynamic_cast<fake_quantizer*>(&q)) (*static_cast<quantizer_lookup*>(f))[fq->path()] = fq;
+      },
+      &found);
+  return found;
+}
+
+XQ_DECL integer_model lower_model(const model_handle& m, const std::vector<std::vector<std::size_t>>& shapes,
+                                  const lower_options& o) {
+  const deploy_graph g = build_graph(m, shapes, o.graph);
+  return lower_graph(g, o, quantizers_of(m));
 }
 
 }  // namespace xq::deploy::detail

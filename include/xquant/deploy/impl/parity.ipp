@@ -16,6 +16,7 @@
 #include "../../core/tape.hpp"
 #include "../../quantizers/fake_quantizer.hpp"
 #include "../../quantizers/model_quantizers.hpp"
+#include "../lower.hpp"
 #include "../parity.hpp"
 
 namespace xq::deploy {
@@ -96,19 +97,28 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
   }
 }
 
-XQ_DECL parity_report parity_model(const model_access& m, const integer_model& engine, const tensor& images,
+/// Labels as parity reads them: one whole class index in [0, classes) per image.
+inline void check_labels(const tensor& labels, std::size_t images, std::size_t classes) {
+  if (labels.dimension() != 1)
+    throw argument_error("parity", "labels of rank 1 (one class index per image)",
+                         "labels of shape " + xq::detail::shape_string(labels.shape()));
+  if (labels.size() != images)
+    throw argument_error("parity", xq::detail::concat(images, " labels (one per image)"), xq::detail::concat(labels.size()));
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const float v = labels.data()[i];
+    if (!(v >= 0.0f) || !(v < float(classes)) || v != std::floor(v))
+      throw argument_error("parity", xq::detail::concat("class indices 0 to ", classes - 1),
+                           xq::detail::concat(v, " at label ", i));
+  }
+}
+
+XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine, const tensor& images,
                                    const tensor* labels, std::size_t batch) {
-  std::map<std::string, const fake_quantizer*> quantizers;
-  xq::detail::for_each_quantizer_ref(
-      m.ref,
-      [](void* f, quantizer_base& q) {
-        if (auto* fq = dynamic_cast<fake_quantizer*>(&q))
-          (*static_cast<std::map<std::string, const fake_quantizer*>*>(f))[fq->path()] = fq;
-      },
-      &quantizers);
+  const quantizer_lookup quantizers = quantizers_of(m);
   parity_report report;
   report.labelled = labels != nullptr;
   const std::size_t n = images.dimension() ? images.shape()[0] : 0;
+  xq::detail::set_paths(m.ref, "");
   const std::size_t per_image = n ? images.size() / n : 0;
   if (batch == 0) batch = n ? n : 1;
   for (std::size_t start = 0; start < n; start += batch) {
@@ -122,9 +132,10 @@ XQ_DECL parity_report parity_model(const model_access& m, const integer_model& e
     {
       const no_grad nothing_recorded;
       const training_mode inference(false);
-      simulated = m.call(m.model, var(x)).value();
+      simulated = m.call(m.model, var_list{var(x)}).at(0).value();
     }
     const std::vector<engine_tensor> values = engine.run_all(x);
+    if (labels && start == 0) check_labels(*labels, n, simulated.dimension() ? simulated.shape().back() : 0);
     add_parity_batch(report, trace, simulated, engine, values, quantizers, labels ? labels->data() + start : nullptr);
   }
   return report;
