@@ -44,7 +44,8 @@ struct model_handle {
   void* model = nullptr;
   layer_ref ref;
   var_list (*call)(void* model, const var_list& inputs) = nullptr;
-  void (*collect_forms)(void* model, form_table& forms) = nullptr;
+  /// Every layer's form by path, and the paths of weighted layers never built.
+  void (*collect_forms)(void* model, form_table& forms, std::vector<std::string>& unbuilt) = nullptr;
 };
 
 template <class L, class = void>
@@ -59,10 +60,12 @@ model_handle handle_of(Model& m) {
   a.model = &m;
   a.ref = as_layer_ref(m);
   a.call = [](void* p, const var_list& inputs) { return call_model(*static_cast<Model*>(p), inputs, "xq::deploy"); };
-  a.collect_forms = [](void* p, form_table& forms) {
+  a.collect_forms = [](void* p, form_table& forms, std::vector<std::string>& unbuilt) {
     for_each_layer(*static_cast<Model*>(p), [&](const auto& l) {
       using L = std::decay_t<decltype(l)>;
       if constexpr (has_path<L>::value && (has_deploy_form_v<L> || !has_children_v<L>)) forms[l.path()] = form_of(l);
+      if constexpr (has_path<L>::value && has_kernel_v<L>)
+        if (!l.kernel()) unbuilt.push_back(l.path());
     });
   };
   return a;

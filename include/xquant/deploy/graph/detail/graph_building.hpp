@@ -29,6 +29,9 @@ struct attached_quantizers {
   float pad_value = 0.0f;
 };
 
+/// argument_error naming `name` unless every element of `t` is finite.
+XQ_DECL void check_finite(const tensor& t, const std::string& name);
+
 struct graph_building {
   deploy_graph graph;
   graph_options options;

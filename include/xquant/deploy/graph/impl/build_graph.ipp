@@ -98,9 +98,17 @@ value_id graph_building::quantize(value_id v, const quantizer_base& q, const ten
   return graph.add_node(std::move(p), {v}, shape, q.path(), q.kind(), occurrence[i]);
 }
 
+XQ_DECL void check_finite(const tensor& t, const std::string& name) {
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (!std::isfinite(t.data()[i]))
+      throw argument_error(name, "finite weights (a deployed model computes with them)",
+                           xq::detail::concat(t.data()[i], " at element ", i));
+}
+
 std::size_t graph_building::weight_index(const parameter_ptr& p, const std::string& layer) {
   auto it = weight_of.find(p.get());
   if (it == weight_of.end()) {
+    check_finite(p->value, p->name());
     graph_weight w;
     w.name = p->name();
     w.value = p->value;
@@ -177,7 +185,14 @@ XQ_DECL deploy_graph build_graph(const model_handle& m, const std::vector<std::v
                                  const graph_options& o) {
   xq::detail::set_paths(m.ref, "");  // the trace records paths
   form_table forms;
-  m.collect_forms(m.model, forms);
+  std::vector<std::string> unbuilt;
+  m.collect_forms(m.model, forms, unbuilt);
+  if (!unbuilt.empty()) {  // refused before the pass would build it: the model is read, not changed
+    std::string list;
+    for (const std::string& u : unbuilt) list += (list.empty() ? "" : ", ") + u;
+    throw argument_error("xq::deploy", "a built model (xq::build(model, shapes), or trained): deployment reads it",
+                         "one whose layers " + list + " were never built (no weights)");
+  }
 
   graph_building b;
   b.options = o;

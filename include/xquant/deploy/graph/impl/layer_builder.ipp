@@ -94,6 +94,7 @@ XQ_DECL weight_use layer_builder::kernel(const parameter_ptr& p) {
   if (!p) return {};
   weight_use u;
   tensor value = p->value;
+  detail::check_finite(value, p->name());
   if (state_.attached.fold) {  // the simulation's folded kernel, with its own operations
     const no_grad nothing_recorded;
     const tensor s = ops::fold_scale(*state_.attached.fold).value();
