@@ -31,6 +31,7 @@
 #include "../kernels/onednn_conv.hpp"
 #include "../kernels/padding.hpp"
 #include "../kernels/workspace.hpp"
+#include "window_layer.hpp"
 
 /// Bytes of column matrix per block of conv2d's lowered GEMMs (detail::images_per_block).
 /// Measured on 2 Zen 4 cores (1 MiB L2 each) with OpenBLAS, 3x3 32->64 conv on 64 14x14
@@ -65,35 +66,12 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
 /// 2-D convolution layer (Keras Conv2D without activation). The kernel (KH, KW, C, F),
 /// "kernel", is built on the first call from the input's channels, Glorot-uniform with
 /// Keras's fans (fan_in = KH*KW*C, fan_out = KH*KW*F); the bias (F,), "bias", starts at 0.
-class conv2d : public layer<conv2d> {
+class conv2d : public window_layer<conv2d> {
  public:
   XQ_SPECIAL_MEMBERS(conv2d)
   static constexpr layer_role role = layer_role::conv;
   /// `filters` output channels, a `kernel_size` window (`3` or `{3, 5}`).
   XQ_DECL explicit conv2d(std::size_t filters = 1, size2 kernel_size = 1);
-
-  /// Window step (`2` or `{2, 1}`); default 1.
-  conv2d& strides(size2 s) {
-    geometry_.strides = detail::positive_size2(path(), "strides", s);
-    return *this;
-  }
-  /// `xq::padding::valid` (default) or `same`.
-  conv2d& padding(xq::padding p) {
-    geometry_.padding = p;
-    return *this;
-  }
-  /// Spacing between kernel taps (`2` or `{2, 1}`); default 1.
-  conv2d& dilation(size2 d) {
-    geometry_.dilation = detail::positive_size2(path(), "dilation", d);
-    return *this;
-  }
-  /// Whether the layer adds a bias (default true); set before the first call.
-  conv2d& use_bias(bool on) {
-    if (kernel_ && on != use_bias_)
-      throw argument_error(path(), "use_bias set before the layer is built", "a built layer");
-    use_bias_ = on;
-    return *this;
-  }
 
   XQ_DECL var call(const var& x);
 
@@ -106,30 +84,10 @@ class conv2d : public layer<conv2d> {
   /// Creates the parameters for `in_channels` input channels (the first call does it).
   XQ_DECL void build(std::size_t in_channels);
 
-  XQ_DECL std::vector<parameter_ptr> parameters() const;
-  /// Each stored parameter slot, null ones included (core/clone.hpp's protocol).
-  template <class F>
-  void for_each_parameter_slot(F&& f) {
-    f(kernel_);
-    f(bias_);
-  }
-  const parameter_ptr& kernel() const noexcept { return kernel_; }
-  const parameter_ptr& bias() const noexcept { return bias_; }
   std::size_t filters() const noexcept { return filters_; }
-  std::array<std::size_t, 2> kernel_size() const noexcept { return kernel_size_; }
-  std::array<std::size_t, 2> strides() const noexcept { return geometry_.strides; }
-  xq::padding padding() const noexcept { return geometry_.padding; }
-  std::array<std::size_t, 2> dilation() const noexcept { return geometry_.dilation; }
-  bool use_bias() const noexcept { return use_bias_; }
-  /// Strides, padding and dilation together (what `ops::conv2d` takes).
-  const conv2d_geometry& geometry() const noexcept { return geometry_; }
 
  private:
   std::size_t filters_;
-  std::array<std::size_t, 2> kernel_size_;
-  conv2d_geometry geometry_;
-  bool use_bias_ = true;
-  parameter_ptr kernel_, bias_;
 };
 
 }  // namespace xq

@@ -28,6 +28,7 @@
 #include "../core/parameter.hpp"
 #include "../core/tape.hpp"
 #include "conv2d.hpp"
+#include "window_layer.hpp"
 
 namespace xq {
 
@@ -44,34 +45,11 @@ XQ_DECL var conv2d_transpose(const var& x, const var& w, const var* b, const con
 /// call from the input's channels, Glorot-uniform with Keras's fans (fan_in = KH*KW*F,
 /// fan_out = KH*KW*C, read from the kernel's shape as Keras reads them); the bias (F,),
 /// "bias", starts at 0.
-class conv2d_transpose : public layer<conv2d_transpose> {
+class conv2d_transpose : public window_layer<conv2d_transpose> {
  public:
   XQ_SPECIAL_MEMBERS(conv2d_transpose)
   /// `filters` output channels, a `kernel_size` window (`3` or `{3, 5}`).
   XQ_DECL explicit conv2d_transpose(std::size_t filters = 1, size2 kernel_size = 1);
-
-  /// Upsampling step (`2` or `{2, 1}`); default 1.
-  conv2d_transpose& strides(size2 s) {
-    geometry_.strides = detail::positive_size2(path(), "strides", s);
-    return *this;
-  }
-  /// `xq::padding::valid` (default) or `same`.
-  conv2d_transpose& padding(xq::padding p) {
-    geometry_.padding = p;
-    return *this;
-  }
-  /// Spacing between kernel taps; TF allows more than 1 only with strides 1.
-  conv2d_transpose& dilation(size2 d) {
-    geometry_.dilation = detail::positive_size2(path(), "dilation", d);
-    return *this;
-  }
-  /// Whether the layer adds a bias (default true); set before the first call.
-  conv2d_transpose& use_bias(bool on) {
-    if (kernel_ && on != use_bias_)
-      throw argument_error(path(), "use_bias set before the layer is built", "a built layer");
-    use_bias_ = on;
-    return *this;
-  }
 
   XQ_DECL var call(const var& x);
   /// Builds the parameters from `x`'s channels unless built (what the first call does).
@@ -82,25 +60,10 @@ class conv2d_transpose : public layer<conv2d_transpose> {
   /// Creates the parameters for `in_channels` input channels.
   XQ_DECL void build(std::size_t in_channels);
 
-  std::vector<parameter_ptr> parameters() const { return {kernel_, bias_}; }
-  template <class F>
-  void for_each_parameter_slot(F&& f) {
-    f(kernel_);
-    f(bias_);
-  }
-  const parameter_ptr& kernel() const noexcept { return kernel_; }
-  const parameter_ptr& bias() const noexcept { return bias_; }
   std::size_t filters() const noexcept { return filters_; }
-  std::array<std::size_t, 2> kernel_size() const noexcept { return kernel_size_; }
-  const conv2d_geometry& geometry() const noexcept { return geometry_; }
-  bool use_bias() const noexcept { return use_bias_; }
 
  private:
   std::size_t filters_;
-  std::array<std::size_t, 2> kernel_size_;
-  conv2d_geometry geometry_;
-  bool use_bias_ = true;
-  parameter_ptr kernel_, bias_;
 };
 
 }  // namespace xq

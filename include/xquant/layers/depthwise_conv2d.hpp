@@ -24,6 +24,7 @@
 #include "../core/shape_check.hpp"
 #include "../core/tape.hpp"
 #include "../kernels/padding.hpp"
+#include "window_layer.hpp"
 
 namespace xq {
 
@@ -66,39 +67,14 @@ XQ_DECL var depthwise_conv2d(const var& x, const var& w, const var* b, const con
 /// kernel (KH, KW, C, M), "depthwise_kernel", is built on the first call from the
 /// input's channels, Glorot-uniform with Keras's fans (fan_in = KH*KW*C,
 /// fan_out = KH*KW*M); the bias (C*M,), "bias", starts at 0.
-class depthwise_conv2d : public layer<depthwise_conv2d> {
+class depthwise_conv2d : public window_layer<depthwise_conv2d> {
  public:
   XQ_SPECIAL_MEMBERS(depthwise_conv2d)
   static constexpr layer_role role = layer_role::conv;
   /// A `kernel_size` window (`3` or `{3, 5}`), `depth_multiplier` filters per input channel.
   explicit depthwise_conv2d(size2 kernel_size = 1, std::size_t depth_multiplier = 1)
-      : layer<depthwise_conv2d>("depthwise_conv2d"),
-        kernel_size_(detail::positive_size2("depthwise_conv2d", "kernel_size", kernel_size)),
-        depth_multiplier_(depth_multiplier) {
+      : window_layer<depthwise_conv2d>("depthwise_conv2d", kernel_size), depth_multiplier_(depth_multiplier) {
     if (depth_multiplier == 0) throw argument_error("depthwise_conv2d", "depth_multiplier of at least 1", "0");
-  }
-
-  /// Window step (`2` or `{2, 1}`); default 1.
-  depthwise_conv2d& strides(size2 s) {
-    geometry_.strides = detail::positive_size2(path(), "strides", s);
-    return *this;
-  }
-  /// `xq::padding::valid` (default) or `same`.
-  depthwise_conv2d& padding(xq::padding p) {
-    geometry_.padding = p;
-    return *this;
-  }
-  /// Spacing between kernel taps (`2` or `{2, 1}`); default 1.
-  depthwise_conv2d& dilation(size2 d) {
-    geometry_.dilation = detail::positive_size2(path(), "dilation", d);
-    return *this;
-  }
-  /// Whether the layer adds a bias (default true); set before the first call.
-  depthwise_conv2d& use_bias(bool on) {
-    if (kernel_ && on != use_bias_)
-      throw argument_error(path(), "use_bias set before the layer is built", "a built layer");
-    use_bias_ = on;
-    return *this;
   }
 
   XQ_DECL var call(const var& x);
@@ -112,30 +88,11 @@ class depthwise_conv2d : public layer<depthwise_conv2d> {
   /// Creates the parameters for `in_channels` input channels (the first call does it).
   XQ_DECL void build(std::size_t in_channels);
 
-  std::vector<parameter_ptr> parameters() const { return {kernel_, bias_}; }
-  /// Each stored parameter slot, null ones included (core/clone.hpp's protocol).
-  template <class F>
-  void for_each_parameter_slot(F&& f) {
-    f(kernel_);
-    f(bias_);
-  }
-  /// The depthwise kernel (KH, KW, C, M).
-  const parameter_ptr& kernel() const noexcept { return kernel_; }
-  const parameter_ptr& bias() const noexcept { return bias_; }
-  std::array<std::size_t, 2> kernel_size() const noexcept { return kernel_size_; }
+  /// The kernel (window_layer::kernel()) is the depthwise kernel (KH, KW, C, M).
   std::size_t depth_multiplier() const noexcept { return depth_multiplier_; }
-  std::array<std::size_t, 2> strides() const noexcept { return geometry_.strides; }
-  xq::padding padding() const noexcept { return geometry_.padding; }
-  std::array<std::size_t, 2> dilation() const noexcept { return geometry_.dilation; }
-  bool use_bias() const noexcept { return use_bias_; }
-  const conv2d_geometry& geometry() const noexcept { return geometry_; }
 
  private:
-  std::array<std::size_t, 2> kernel_size_;
   std::size_t depth_multiplier_;
-  conv2d_geometry geometry_;
-  bool use_bias_ = true;
-  parameter_ptr kernel_, bias_;
 };
 
 }  // namespace xq

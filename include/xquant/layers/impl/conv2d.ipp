@@ -179,11 +179,8 @@ XQ_DECL void conv2d::build(std::size_t in_channels) {
 }
 
 XQ_DECL conv2d::conv2d(std::size_t filters, size2 kernel_size)
-    : layer<conv2d>("conv2d"), filters_(filters),
-      kernel_size_(detail::positive_size2("conv2d", "kernel_size", kernel_size)) {
+    : window_layer<conv2d>("conv2d", kernel_size), filters_(filters) {
   if (filters == 0) throw argument_error("conv2d", "filters of at least 1", "0");
 }
-
-XQ_DECL std::vector<parameter_ptr> conv2d::parameters() const { return {kernel_, bias_}; }
 
 }  // namespace xq

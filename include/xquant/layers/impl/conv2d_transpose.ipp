@@ -91,8 +91,7 @@ XQ_DECL var conv2d_transpose(const var& x, const var& w, const var* b, const con
 }  // namespace ops
 
 XQ_DECL conv2d_transpose::conv2d_transpose(std::size_t filters, size2 kernel_size)
-    : layer<conv2d_transpose>("conv2d_transpose"), filters_(filters),
-      kernel_size_(detail::positive_size2("conv2d_transpose", "kernel_size", kernel_size)) {
+    : window_layer<conv2d_transpose>("conv2d_transpose", kernel_size), filters_(filters) {
   if (filters == 0) throw argument_error("conv2d_transpose", "filters of at least 1", "0");
 }
 
