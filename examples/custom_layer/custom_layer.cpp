@@ -212,7 +212,7 @@ static_assert(std::is_same_v<xq::quantize_t<shuffle_unit<>>,
                                           xq::input_quantized<my::channel_shuffle>,
                                           xq::weight_quantized<xq::depthwise_conv2d>,
                                           xq::weight_quantized<my::grouped_pointwise_conv>,
-                                          xq::inputs_quantized<xq::add>>>);
+                                          xq::each_input_quantized<xq::add>>>);
 static_assert(std::is_same_v<xq::quantize_t<net>,
                              xq::sequential<xq::weight_quantized<xq::conv2d>, xq::input_quantized<xq::relu>,
                                             xq::quantize_t<shuffle_unit<>>,

@@ -75,7 +75,7 @@ class weight_quantized;
 template <class Layer, class Derived = void>
 class input_quantized;
 template <class Layer>
-class inputs_quantized;
+class each_input_quantized;
 template <class InputQ = no_quantizer, class KernelQ = no_quantizer>
 class quant_conv2d;
 template <class InputQ = no_quantizer, class KernelQ = no_quantizer>

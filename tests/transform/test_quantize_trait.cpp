@@ -25,8 +25,8 @@ static_assert(xq::kernel_channel_axis_v<xq::depthwise_conv2d> == 2 && xq::kernel
 static_assert(std::is_same_v<quantize_t<xq::batch_norm>, xq::quantized_batch_norm>);
 static_assert(std::is_same_v<quantize_t<xq::max_pool2d>, xq::input_quantized<xq::max_pool2d>>);
 static_assert(std::is_same_v<quantize_t<xq::average_pool2d>, xq::input_quantized<xq::average_pool2d>>);
-static_assert(std::is_same_v<quantize_t<xq::add>, xq::inputs_quantized<xq::add>>);
-static_assert(std::is_same_v<quantize_t<xq::concatenate>, xq::inputs_quantized<xq::concatenate>>);
+static_assert(std::is_same_v<quantize_t<xq::add>, xq::each_input_quantized<xq::add>>);
+static_assert(std::is_same_v<quantize_t<xq::concatenate>, xq::each_input_quantized<xq::concatenate>>);
 // A twin quantizes to itself.
 static_assert(std::is_same_v<quantize_t<quantize_t<xq::conv2d>>, quantize_t<xq::conv2d>>);
 

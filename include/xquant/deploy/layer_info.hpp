@@ -77,7 +77,7 @@ class weight_quantized;
 template <class Layer, class Derived>
 class input_quantized;
 template <class Layer>
-class inputs_quantized;
+class each_input_quantized;
 template <class InputQ, class KernelQ>
 class quant_conv2d;
 template <class InputQ, class KernelQ>
@@ -135,7 +135,7 @@ struct layer_info {
   std::string function;
   float alpha = 0.3f;  ///< leaky_relu
   int axis = -1;       ///< concatenate, as the layer has it (NHWC)
-  /// A merge's input QDQ sites by input index (inputs_quantized; null: that input has none).
+  /// A merge's input QDQ sites by input index (each_input_quantized; null: that input has none).
   std::vector<const site_quantizers*> inputs;
 
   // weights shared between layers (embedding, tied_projection, tied_dense)
@@ -263,11 +263,11 @@ void describe_layer(layer_table& table, const input_quantized<Layer, Derived>& w
 
 /// A merge layer's twin: one QDQ site per input (NVIDIA's quantization_index).
 template <class Layer>
-void describe_layer(layer_table& table, const inputs_quantized<Layer>& w) {
+void describe_layer(layer_table& table, const each_input_quantized<Layer>& w) {
   layer_info& i = detail::add_layer(table, w.path(), xq::detail::type_short_name<Layer>());
   detail::describe_float(w.float_layer(), i);
   // The sites are made on the first call (build_and_describe ran one): read, not add.
-  auto& sites = const_cast<inputs_quantized<Layer>&>(w);
+  auto& sites = const_cast<each_input_quantized<Layer>&>(w);
   for (std::size_t k = 0; k < w.inputs_seen(); ++k) i.inputs.push_back(&sites.input_quantizer(k));
   i.output = &w.output_quantizer();
 }

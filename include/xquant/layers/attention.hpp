@@ -23,7 +23,7 @@
 /// shape, where Keras's Glorot fans count the 3-D shape), so NVIDIA's scheme quantizes their
 /// inputs and kernels in the twin; the two products of activations (scores and the
 /// probabilities times the values) stay float unless a spec names the `scores` child,
-/// whose twin (inputs_quantized) can quantize the projected queries and keys. The number
+/// whose twin (each_input_quantized) can quantize the projected queries and keys. The number
 /// of heads and the causal flag live in that child, an `xq::attention_scores` layer, so
 /// that the quantized twin keeps them.
 
@@ -68,7 +68,7 @@ class attention_scores : public layer<attention_scores> {
 
   /// Queries and keys, projected (B, T, heads * key_dim), and optionally the mask as the
   /// op takes it: {q, k} or {q, k, mask} (a list, as merges take theirs, so that the twin,
-  /// inputs_quantized<attention_scores>, can quantize them by index).
+  /// each_input_quantized<attention_scores>, can quantize them by index).
   XQ_DECL var call(const std::vector<var>& inputs) const;
   var call(const var& q, const var& k) const { return call(std::vector<var>{q, k}); }
 

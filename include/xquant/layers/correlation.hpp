@@ -37,7 +37,7 @@ XQ_DECL var correlation(const var& a, const var& b, std::size_t max_displacement
 }  // namespace ops
 
 /// The correlation as a layer; no parameters. Called with the two feature maps, or with
-/// the list {a, b} (so that its twin, inputs_quantized<correlation>, can quantize them
+/// the list {a, b} (so that its twin, each_input_quantized<correlation>, can quantize them
 /// by index, as merges are quantized).
 class correlation : public layer<correlation> {
  public:

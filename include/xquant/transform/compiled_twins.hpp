@@ -31,7 +31,7 @@
 
 #define XQ_INSTANTIATE_WEIGHT_QUANTIZED(K, L) XQ_INSTANTIATE_WRAPPER(K, weight_quantized, L)
 #define XQ_INSTANTIATE_INPUT_QUANTIZED(K, L) XQ_INSTANTIATE_WRAPPER(K, input_quantized, L)
-#define XQ_INSTANTIATE_INPUTS_QUANTIZED(K, L) XQ_INSTANTIATE_WRAPPER(K, inputs_quantized, L)
+#define XQ_INSTANTIATE_EACH_INPUT_QUANTIZED(K, L) XQ_INSTANTIATE_WRAPPER(K, each_input_quantized, L)
 
 /// The registry's float layers, by their twin's family (transform/registry.hpp).
 #define XQ_REGISTRY_WEIGHT_QUANTIZED(X, K) \
@@ -42,14 +42,14 @@
   X(K, relu) X(K, relu6) X(K, leaky_relu) X(K, sigmoid) X(K, tanh) X(K, swish) X(K, softmax) \
   X(K, flatten) X(K, reshape) X(K, dropout) X(K, gelu) X(K, zero_padding2d) X(K, cropping2d)      \
   X(K, upsampling2d) X(K, layer_norm) X(K, slice)
-#define XQ_REGISTRY_INPUTS_QUANTIZED(X, K) \
+#define XQ_REGISTRY_EACH_INPUT_QUANTIZED(X, K) \
   X(K, add) X(K, concatenate) X(K, multiply) X(K, subtract) X(K, attention_scores) X(K, correlation)
 
 /// Every instantiation of the registry, with `K` (`extern template` or `template`).
 #define XQ_REGISTRY_INSTANTIATIONS(K)                                        \
   XQ_REGISTRY_WEIGHT_QUANTIZED(XQ_INSTANTIATE_WEIGHT_QUANTIZED, K)           \
   XQ_REGISTRY_INPUT_QUANTIZED(XQ_INSTANTIATE_INPUT_QUANTIZED, K)             \
-  XQ_REGISTRY_INPUTS_QUANTIZED(XQ_INSTANTIATE_INPUTS_QUANTIZED, K)           \
+  XQ_REGISTRY_EACH_INPUT_QUANTIZED(XQ_INSTANTIATE_EACH_INPUT_QUANTIZED, K)           \
   K class input_quantized<batch_norm, quantized_batch_norm>;                 \
   K struct detail::layer_ops_for<input_quantized<batch_norm, quantized_batch_norm>>; \
   XQ_INSTANTIATE_TWIN(K, quantized_batch_norm, batch_norm)

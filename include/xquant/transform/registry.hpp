@@ -10,7 +10,7 @@
 /// | batch_norm                                     | quantized_batch_norm  |
 /// | pools, activations (gelu too), flatten, reshape, dropout | input_quantized<L> |
 /// | zero_padding2d, cropping2d, upsampling2d, layer_norm, slice | input_quantized<L> |
-/// | add, concatenate, multiply, subtract, attention_scores, correlation | inputs_quantized<L> |
+/// | add, concatenate, multiply, subtract, attention_scores, correlation | each_input_quantized<L> |
 /// | sequential<L...>                               | sequential<quantize_t<L>...> |
 /// | quant_dense, quant_conv2d, quant_depthwise_conv2d, quant_separable_conv2d | itself |
 ///
@@ -58,7 +58,7 @@
 #include "../layers/upsampling2d.hpp"
 #include "../layers/zero_padding2d.hpp"
 #include "../wrappers/input_quantized.hpp"
-#include "../wrappers/inputs_quantized.hpp"
+#include "../wrappers/each_input_quantized.hpp"
 #include "../wrappers/quant_conv2d.hpp"
 #include "../wrappers/quant_dense.hpp"
 #include "../wrappers/quant_depthwise_conv2d.hpp"
@@ -112,14 +112,14 @@ template <> struct quantize<upsampling2d> : registered_twin<input_quantized<upsa
 template <> struct quantize<layer_norm> : registered_twin<input_quantized<layer_norm>, false> {};
 template <> struct quantize<slice> : registered_twin<input_quantized<slice>, false> {};
 
-template <> struct quantize<add> : registered_twin<inputs_quantized<add>, false> {};
-template <> struct quantize<concatenate> : registered_twin<inputs_quantized<concatenate>, false> {};
-template <> struct quantize<multiply> : registered_twin<inputs_quantized<multiply>, false> {};
-template <> struct quantize<subtract> : registered_twin<inputs_quantized<subtract>, false> {};
+template <> struct quantize<add> : registered_twin<each_input_quantized<add>, false> {};
+template <> struct quantize<concatenate> : registered_twin<each_input_quantized<concatenate>, false> {};
+template <> struct quantize<multiply> : registered_twin<each_input_quantized<multiply>, false> {};
+template <> struct quantize<subtract> : registered_twin<each_input_quantized<subtract>, false> {};
 /// Attention's product of queries and keys: its inputs are quantized when a spec asks.
-template <> struct quantize<attention_scores> : registered_twin<inputs_quantized<attention_scores>, false> {};
+template <> struct quantize<attention_scores> : registered_twin<each_input_quantized<attention_scores>, false> {};
 /// An optical-flow cost volume's two feature maps, quantized when a spec asks.
-template <> struct quantize<correlation> : registered_twin<inputs_quantized<correlation>, false> {};
+template <> struct quantize<correlation> : registered_twin<each_input_quantized<correlation>, false> {};
 
 /// Each use of a tied table has its own kernel quantizer: the embedding's lookup and
 /// the tied projection are quantized (or not) separately, one weight either way. Both
@@ -160,7 +160,7 @@ struct quantize<Q, std::enable_if_t<is_quantizer_v<Q>>> {
 /// A twin quantizes to itself (quantizing twice is harmless).
 template <class Layer> struct quantize<weight_quantized<Layer>> { using type = weight_quantized<Layer>; };
 template <class Layer> struct quantize<input_quantized<Layer>> { using type = input_quantized<Layer>; };
-template <class Layer> struct quantize<inputs_quantized<Layer>> { using type = inputs_quantized<Layer>; };
+template <class Layer> struct quantize<each_input_quantized<Layer>> { using type = each_input_quantized<Layer>; };
 template <> struct quantize<quantized_batch_norm> { using type = quantized_batch_norm; };
 
 /// Larq's quant layers already carry their own quantizers: their twin is a copy of

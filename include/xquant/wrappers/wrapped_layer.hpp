@@ -1,7 +1,7 @@
 #pragma once
 /// \file wrapped_layer.hpp
 /// `xq::wrapped_layer<Self, Layer>`: the one base of every quantized layer that holds a
-/// float layer — NVIDIA's wrappers (weight_quantized, input_quantized, inputs_quantized,
+/// float layer — NVIDIA's wrappers (weight_quantized, input_quantized, each_input_quantized,
 /// quantized_batch_norm, through qdq_wrapper.hpp) and Larq's quant layers (quant_dense,
 /// quant_conv2d, quant_depthwise_conv2d). Larq's own code never merged its three
 /// quantized-layer bases; here there is one.

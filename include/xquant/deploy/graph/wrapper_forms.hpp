@@ -42,9 +42,9 @@ value_id describe_deployment(const input_quantized<Layer, Derived>& w, layer_bui
 
 /// A merge's twin: one QDQ site per input (NVIDIA's quantization_index).
 template <class Layer, std::enable_if_t<has_deploy_form_v<Layer>, int> = 0>
-value_id describe_deployment(const inputs_quantized<Layer>& w, layer_builder& b) {
+value_id describe_deployment(const each_input_quantized<Layer>& w, layer_builder& b) {
   // The sites are made on the first call (the traced pass made them): read, not added.
-  auto& sites = const_cast<inputs_quantized<Layer>&>(w);
+  auto& sites = const_cast<each_input_quantized<Layer>&>(w);
   for (std::size_t k = 0; k < w.inputs_seen() && k < b.input_count(); ++k) b.quantize_input(k, sites.input_quantizer(k));
   b.quantize_output(w.output_quantizer());
   return describe_deployment(w.float_layer(), b);
