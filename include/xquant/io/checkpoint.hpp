@@ -35,7 +35,17 @@
 ///
 /// The optimizer may be an xq::adam, adamw, sgd or bop, or an xq::case_optimizer of them:
 /// a case_optimizer is stored as type "case" with one member entry per optimizer, in
-/// order, and loads into a case_optimizer of the same member types.
+/// order, and loads into a case_optimizer of the same member types. Any other optimizer —
+/// a user's — is stored the same way once it has the checkpoint protocol, two functions
+/// found by argument-dependent lookup (docs/checkpoint_format.md, "A user's optimizer"):
+///
+///   xq::checkpoint_optimizer capture_optimizer(const my_optimizer& o);   // its type, slots, iterations
+///   std::function<void()> plan_optimizer_state(xq::checkpoint_optimizer& saved, my_optimizer& o,
+///                                              const std::string& source, const std::string& where);
+///
+/// the second checking everything and returning what applies it (capture_optimizer_slots,
+/// plan_optimizer_slots and check_optimizer_state_type below do the common work); an
+/// optional `std::string optimizer_type_of(const my_optimizer&)` names it in errors.
 
 #include <algorithm>
 #include <cstddef>
@@ -279,21 +289,6 @@ checkpoint_optimizer capture_optimizer(const case_optimizer<O...>& o) {
   return c;
 }
 
-template <class Optimizer>
-struct is_checkpointable_optimizer
-    : std::bool_constant<std::is_base_of_v<adam, Optimizer> || std::is_same_v<sgd, Optimizer> ||
-                         std::is_same_v<bop, Optimizer>> {};
-template <class... O>
-struct is_checkpointable_optimizer<case_optimizer<O...>>
-    : std::bool_constant<(is_checkpointable_optimizer<O>::value && ...)> {};
-
-template <class Optimizer>
-constexpr void check_optimizer_type() {
-  static_assert(is_checkpointable_optimizer<Optimizer>::value,
-                "xquant: checkpoints hold the state of xq::adam, xq::adamw, xq::sgd, xq::bop and an "
-                "xq::case_optimizer of them; pass one of them (not const, when loading) or none");
-}
-
 // ---- loading: match, then apply -------------------------------------------------
 
 /// Everything a load will change, computed (and checked) before anything is changed.
@@ -413,84 +408,80 @@ std::string optimizer_type_of(const case_optimizer<O...>&) {
   return "case";
 }
 
+/// Throws argument_error naming `where` unless `c` holds state of `type` (the optimizer given).
+XQ_DECL void check_optimizer_kind(const checkpoint_optimizer& c, const std::string& type, const std::string& source,
+                                  const std::string& where);
+
+/// Checks `c` against `o` (type, parameter names, state shapes) and returns what applies
+/// it; `where` names the optimizer in errors ("optimizer", "optimizer #1"). One overload
+/// per optimizer type: the checkpoint protocol (see the file comment).
+XQ_DECL std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, adam& o, const std::string& source,
+                                                   const std::string& where);
+XQ_DECL std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, sgd& o, const std::string& source,
+                                                   const std::string& where);
+XQ_DECL std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, bop& o, const std::string& source,
+                                                   const std::string& where);
+
+/// A case_optimizer: each member's state, planned by its own protocol.
+template <class... O>
+std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, case_optimizer<O...>& o, const std::string& source,
+                                           const std::string& where) {
+  check_optimizer_kind(c, "case", source, where);
+  if (c.members.size() != o.size())
+    throw argument_error(where, concat("a case_optimizer of ", o.size(), " optimizers (the optimizer given)"),
+                         concat("one of ", c.members.size(), " ", in_file(source)));
+  std::vector<std::function<void()>> apply;
+  std::size_t i = 0;
+  o.for_each_optimizer([&](auto& m) {
+    apply.push_back(plan_optimizer_state(c.members[i], m, source, concat(where, " #", i)));
+    ++i;
+  });
+  return [apply = std::move(apply)] {
+    for (const auto& f : apply) f();
+  };
+}
+
+/// Whether optimizer type `O` has the checkpoint protocol: capture_optimizer(const O&) and
+/// plan_optimizer_state(checkpoint_optimizer&, O&, source, where), found by
+/// argument-dependent lookup (in O's namespace for a user's optimizer).
+template <class O, class = void>
+struct has_checkpoint_protocol : std::false_type {};
+template <class O>
+struct has_checkpoint_protocol<
+    O, std::void_t<decltype(capture_optimizer(std::declval<const O&>())),
+                   decltype(plan_optimizer_state(std::declval<checkpoint_optimizer&>(), std::declval<O&>(),
+                                                 std::declval<const std::string&>(), std::declval<const std::string&>()))>>
+    : std::true_type {};
+
 template <class Optimizer>
-std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, Optimizer& o, const std::string& source,
-                                           const std::string& where);
+constexpr void check_optimizer_type() {
+  static_assert(has_checkpoint_protocol<Optimizer>::value,
+                "xquant: this optimizer has no checkpoint protocol: xq::adam, adamw, sgd, bop and case_optimizers "
+                "of them have one; give yours capture_optimizer(const O&) and plan_optimizer_state(xq::"
+                "checkpoint_optimizer&, O&, source, where) in its namespace (docs/checkpoint_format.md, \"A user's "
+                "optimizer\"), pass it non-const when loading, or pass none");
+}
+
+/// What the error names when a checkpoint has no optimizer state: the optimizer's type
+/// when it says (optimizer_type_of found by argument-dependent lookup), else "optimizer".
+template <class O, class = void>
+struct has_optimizer_type_of : std::false_type {};
+template <class O>
+struct has_optimizer_type_of<O, std::void_t<decltype(optimizer_type_of(std::declval<const O&>()))>> : std::true_type {};
+template <class O>
+std::string optimizer_name(const O& o) {
+  if constexpr (has_optimizer_type_of<O>::value) return optimizer_type_of(o);
+  else return "optimizer";
+}
 
 template <class Optimizer>
 std::function<void()> plan_optimizer(checkpoint_state& s, Optimizer& o, const std::string& source) {
   if (!s.optimizer)
     throw argument_error("optimizer",
-                         concat(optimizer_type_of(o),
+                         concat(optimizer_name(o),
                                 " state in the checkpoint (saved with save_checkpoint(path, model, optimizer))"),
                          concat("a checkpoint without optimizer state ", in_file(source)));
   return plan_optimizer_state(*s.optimizer, o, source, "optimizer");
-}
-
-/// Checks `c` against `o` (type, parameter names, state shapes) and returns what
-/// applies it; `where` names the optimizer in errors ("optimizer", "optimizer #1").
-template <class Optimizer>
-std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, Optimizer& o, const std::string& source,
-                                           const std::string& where) {
-  const std::string type = optimizer_type_of(o);
-  if (c.type != type)
-    throw argument_error(where, concat(type, " state (the optimizer given)"),
-                         concat(c.type, " state ", in_file(source)));
-  if constexpr (is_case_optimizer_v<Optimizer>) {
-    if (c.members.size() != o.size())
-      throw argument_error(where, concat("a case_optimizer of ", o.size(), " optimizers (the optimizer given)"),
-                           concat("one of ", c.members.size(), " ", in_file(source)));
-    std::vector<std::function<void()>> apply;
-    std::size_t i = 0;
-    o.for_each_optimizer([&](auto& m) {
-      apply.push_back(plan_optimizer_state(c.members[i], m, source, concat(where, " #", i)));
-      ++i;
-    });
-    return [apply = std::move(apply)] {
-      for (const auto& f : apply) f();
-    };
-  } else if constexpr (std::is_same_v<bop, Optimizer>) {
-    auto fill = [](bop_state& st, checkpoint_slot& slot, auto& take) {
-      st.step = slot.step;
-      if (slot.step > 0) st.m = take("m");
-    };
-    auto states = plan_slots<bop_state>(c, o.parameters(), source, fill);
-    const std::size_t iterations = c.iterations;
-    auto shared = std::make_shared<std::vector<bop_state>>(std::move(states));
-    return [&o, shared, iterations] {
-      o.state() = std::move(*shared);
-      o.set_iterations(iterations);
-    };
-  } else if constexpr (std::is_base_of_v<adam, Optimizer>) {
-    const bool amsgrad = o.options().amsgrad;
-    auto fill = [&](adam_state& st, checkpoint_slot& slot, auto& take) {
-      st.step = slot.step;
-      if (slot.step == 0) return;
-      st.exp_avg = take("exp_avg");
-      st.exp_avg_sq = take("exp_avg_sq");
-      if (amsgrad) st.max_exp_avg_sq = take("max_exp_avg_sq");
-    };
-    auto states = plan_slots<adam_state>(c, o.parameters(), source, fill);
-    const std::size_t iterations = c.iterations;
-    auto shared = std::make_shared<std::vector<adam_state>>(std::move(states));
-    return [&o, shared, iterations] {
-      o.state() = std::move(*shared);
-      o.set_iterations(iterations);
-    };
-  } else {
-    auto fill = [](sgd_state& st, checkpoint_slot& slot, auto& take) {
-      if (!slot.find("momentum_buffer")) return;
-      st.momentum_buffer = take("momentum_buffer");
-      st.has_momentum_buffer = true;
-    };
-    auto states = plan_slots<sgd_state>(c, o.parameters(), source, fill);
-    const std::size_t iterations = c.iterations;
-    auto shared = std::make_shared<std::vector<sgd_state>>(std::move(states));
-    return [&o, shared, iterations] {
-      o.state() = std::move(*shared);
-      o.set_iterations(iterations);
-    };
-  }
 }
 
 template <class Model, class... Optimizer>
@@ -516,6 +507,33 @@ checkpoint_state capture_checkpoint(Model& model, const Optimizer&... optimizer)
 }
 
 }  // namespace detail::ckpt
+
+// ---- the checkpoint protocol of an optimizer, for a user's --------------------------------
+
+/// Capturing a user's optimizer (its `capture_optimizer`): one slot per parameter of `o`
+/// (`o.parameters()`, `o.state()` in the same order), keyed by the parameter's name;
+/// `fill(o.state()[i], slot)` adds the state's tensors by name (and its step).
+template <class Optimizer, class Fill>
+void capture_optimizer_slots(checkpoint_optimizer& c, const Optimizer& o, Fill&& fill) {
+  detail::ckpt::capture_slots(c, o, std::forward<Fill>(fill));
+}
+
+/// Restoring a user's optimizer (its `plan_optimizer_state`): the saved slots matched to
+/// `params` by name, every check done before anything changes (each parameter has a slot,
+/// no slot for another, each tensor the parameter's shape and finite); `fill(state, slot,
+/// take)` builds one parameter's state, `take("name")` giving a checked tensor. Returns the
+/// states in `params` order, for the function the protocol returns to move them in.
+template <class State, class Fill>
+std::vector<State> plan_optimizer_slots(checkpoint_optimizer& c, const std::vector<parameter_ptr>& params,
+                                        const std::string& source, Fill fill) {
+  return detail::ckpt::plan_slots<State>(c, params, source, fill);
+}
+
+/// Throws argument_error naming `where` unless the saved state `c` is of `type`.
+inline void check_optimizer_state_type(const checkpoint_optimizer& c, const std::string& type,
+                                       const std::string& source, const std::string& where) {
+  detail::ckpt::check_optimizer_kind(c, type, source, where);
+}
 
 /// The bytes of a checkpoint of `model` (and `optimizer`: an xq::adam, adamw, sgd, bop,
 /// or an xq::case_optimizer of them, whose members' states are all stored),

@@ -352,5 +352,64 @@ XQ_DECL std::string optimizer_type_of(const sgd&) { return "sgd"; }
 
 XQ_DECL std::string optimizer_type_of(const bop&) { return "bop"; }
 
+XQ_DECL void check_optimizer_kind(const checkpoint_optimizer& c, const std::string& type, const std::string& source,
+                                  const std::string& where) {
+  if (c.type != type)
+    throw argument_error(where, concat(type, " state (the optimizer given)"), concat(c.type, " state ", in_file(source)));
+}
+
+XQ_DECL std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, adam& o, const std::string& source,
+                                                   const std::string& where) {
+  check_optimizer_kind(c, optimizer_type_of(o), source, where);
+  const bool amsgrad = o.options().amsgrad;
+  auto fill = [&](adam_state& st, checkpoint_slot& slot, auto& take) {
+    st.step = slot.step;
+    if (slot.step == 0) return;
+    st.exp_avg = take("exp_avg");
+    st.exp_avg_sq = take("exp_avg_sq");
+    if (amsgrad) st.max_exp_avg_sq = take("max_exp_avg_sq");
+  };
+  auto states = plan_slots<adam_state>(c, o.parameters(), source, fill);
+  const std::size_t iterations = c.iterations;
+  auto shared = std::make_shared<std::vector<adam_state>>(std::move(states));
+  return [&o, shared, iterations] {
+    o.state() = std::move(*shared);
+    o.set_iterations(iterations);
+  };
+}
+
+XQ_DECL std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, sgd& o, const std::string& source,
+                                                   const std::string& where) {
+  check_optimizer_kind(c, "sgd", source, where);
+  auto fill = [](sgd_state& st, checkpoint_slot& slot, auto& take) {
+    if (!slot.find("momentum_buffer")) return;
+    st.momentum_buffer = take("momentum_buffer");
+    st.has_momentum_buffer = true;
+  };
+  auto states = plan_slots<sgd_state>(c, o.parameters(), source, fill);
+  const std::size_t iterations = c.iterations;
+  auto shared = std::make_shared<std::vector<sgd_state>>(std::move(states));
+  return [&o, shared, iterations] {
+    o.state() = std::move(*shared);
+    o.set_iterations(iterations);
+  };
+}
+
+XQ_DECL std::function<void()> plan_optimizer_state(checkpoint_optimizer& c, bop& o, const std::string& source,
+                                                   const std::string& where) {
+  check_optimizer_kind(c, "bop", source, where);
+  auto fill = [](bop_state& st, checkpoint_slot& slot, auto& take) {
+    st.step = slot.step;
+    if (slot.step > 0) st.m = take("m");
+  };
+  auto states = plan_slots<bop_state>(c, o.parameters(), source, fill);
+  const std::size_t iterations = c.iterations;
+  auto shared = std::make_shared<std::vector<bop_state>>(std::move(states));
+  return [&o, shared, iterations] {
+    o.state() = std::move(*shared);
+    o.set_iterations(iterations);
+  };
+}
+
 }  // namespace detail::ckpt
 }  // namespace xq
