@@ -74,6 +74,11 @@ class lsq_quantizer : public quantizer_layer<lsq_quantizer> {
   /// Sets the scale (finite, > 0) and, for affine, the zero point (chainable).
   lsq_quantizer& set_scale(float scale, float zero_point = 0.0f);
 
+  /// The grid of the learned scale (clamped to float32's epsilon, as the call clamps it)
+  /// and the zero point rounded half to even, rounding_operator::lsq; nullopt until
+  /// initialised (the call passes its input through then).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   /// The learned scale and, for affine, the zero point.
   XQ_DECL std::vector<parameter_ptr> parameters() const override;
   /// Each parameter slot, the absent zero point included (core/clone.hpp's protocol).

@@ -154,6 +154,11 @@ XQ_DECL quantization_grid fake_quantizer::grid(std::size_t channels) const {
   return numerics_->grid(config_, config_.per_channel ? channels : 1, lo, hi, path());
 }
 
+XQ_DECL std::optional<quantization_grid> fake_quantizer::grid_of(const tensor& x) const {
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  return grid(layout_of(x).channels);
+}
+
 XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
   const kernels::channel_layout l = layout_of(x);
   vector lo = min(), hi = max();
