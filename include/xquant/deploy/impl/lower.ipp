@@ -148,8 +148,7 @@ class lowering : trace_walk {
     if (!same_grid(meta_[v], grid)) {
       v = to_real(v, c.path);
       auto op = std::make_unique<quantize_op>();
-      op->quantizer = q;
-      op->quantizer.detach_state();
+      op->grid = q.grid_of(tensor::from_shape({1})).value_or(grid);  // per tensor (checked above): any shape
       engine_tensor m = kind_meta(value_kind::integer);
       m.scale = grid.scale[0];
       m.zero_point = grid.zero_point[0];
