@@ -120,15 +120,12 @@ struct lower_options {
   graph_options graph;
 };
 
-/// The model's fake quantizers by path (the engine's quantize op keeps a copy of one).
-using quantizer_lookup = std::map<std::string, const fake_quantizer*>;
+/// A deploy graph (graph/build_graph.hpp) lowered to the engine's ops: what `lower` does
+/// after building the model's graph.
+XQ_DECL integer_model lower_graph(const deploy_graph& g, const lower_options& o = {});
 
 namespace detail {
 
-/// The compiled lowering (lower.ipp): the graph's ops as the engine's.
-XQ_DECL integer_model lower_graph(const deploy_graph& g, const lower_options& o, const quantizer_lookup& quantizers);
-/// The model's fake quantizers by path.
-XQ_DECL quantizer_lookup quantizers_of(const model_handle& m);
 /// build_graph, then lower_graph.
 XQ_DECL integer_model lower_model(const model_handle& m, const std::vector<std::vector<std::size_t>>& shapes,
                                   const lower_options& o);

@@ -59,7 +59,7 @@ XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& e
 /// engine's tensors, the model's fake quantizers by path.
 XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
                               const integer_model& engine, const std::vector<engine_tensor>& values,
-                              const std::map<std::string, const fake_quantizer*>& quantizers, const float* labels);
+                              const std::map<std::string, const quantizer_base*>& quantizers, const float* labels);
 }  // namespace detail
 
 /// Runs `model` (inference) and `engine` on `images` in batches of `batch` and compares

@@ -6,8 +6,9 @@
 /// checkpoint.hpp takes a model's state in and puts it back.
 ///
 /// The encoding is CBOR (RFC 8949), written and read by nlohmann::json, not a format of
-/// our own: a file is a CBOR map {"format": "xquant-checkpoint", "version": 1,
-/// "crc32": <CRC-32 of the payload>, "payload": <byte string>} whose payload is itself
+/// our own: a file is xquant's envelope (io/file_envelope.hpp, shared with the integer
+/// model file) {"format": "xquant-checkpoint", "version": 2, "crc32": <CRC-32 of the
+/// payload>, "payload": <byte string>} whose payload is itself
 /// CBOR: parameters (quantizer state included), quantizers, batch-norm folds, optimizer.
 /// Tensors are byte strings of little-endian float32 with their shape. Every problem
 /// with the bytes (empty, foreign, truncated, corrupted, malformed, an unknown version)
@@ -26,6 +27,7 @@
 #include "../core/error.hpp"
 #include "../quantizers/quantizer_config.hpp"
 #include "../core/tensor.hpp"
+#include "file_envelope.hpp"
 
 namespace xq {
 
@@ -108,6 +110,9 @@ struct checkpoint_state {
 };
 
 namespace detail::ckpt {
+
+/// The checkpoint's format in xquant's file envelope (io/file_envelope.hpp): name, versions.
+XQ_DECL const io::file_format& checkpoint_file_format();
 
 /// The 26 bytes every checkpoint starts with: a CBOR map of 4 entries (a4), the text
 /// "format" (66 ...) and the text "xquant-checkpoint" (71 ...).

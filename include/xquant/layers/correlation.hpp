@@ -17,6 +17,7 @@
 /// \endcode
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,54 @@
 #include "../core/tape.hpp"
 
 namespace xq {
+
+namespace detail {
+
+/// The sizes of one cost volume.
+struct correlation_shape {
+  std::size_t n, h, w, c, d, span;  // span: 2d + 1
+  std::size_t image() const noexcept { return h * w * c; }
+  std::size_t volume() const noexcept { return h * w * span * span; }
+  std::size_t work() const noexcept { return n * volume() * c; }
+};
+
+/// Calls f(i, j, k, i2, j2) for every pixel (i, j) of one image and displacement k whose
+/// partner (i2, j2) = (i + dy, j + dx) lies inside the image.
+template <class F>
+void for_each_partner(const correlation_shape& s, F&& f) {
+  const auto d = static_cast<std::int64_t>(s.d);
+  const auto h = static_cast<std::int64_t>(s.h), w = static_cast<std::int64_t>(s.w);
+  for (std::int64_t i = 0; i < h; ++i)
+    for (std::int64_t j = 0; j < w; ++j)
+      for (std::int64_t dy = -d; dy <= d; ++dy) {
+        const std::int64_t i2 = i + dy;
+        if (i2 < 0 || i2 >= h) continue;
+        for (std::int64_t dx = -d; dx <= d; ++dx) {
+          const std::int64_t j2 = j + dx;
+          if (j2 < 0 || j2 >= w) continue;
+          const auto k = static_cast<std::size_t>((dy + d) * (2 * d + 1) + (dx + d));
+          f(std::size_t(i), std::size_t(j), k, std::size_t(i2), std::size_t(j2));
+        }
+      }
+}
+
+/// One image's channel sums Σ_c a·b in `Acc`, in channel order, for every pixel and
+/// displacement whose partner is inside the image: store(index into the (h, w, span²)
+/// volume, sum). The simulation's float volume and the integer engine's int32 one are this
+/// loop, so they visit the same pairs in the same order.
+template <class Acc, class In, class Store>
+void correlation_sums(const correlation_shape& s, const In* a, const In* b, Store&& store) {
+  const std::size_t k_all = s.span * s.span;
+  for_each_partner(s, [&](std::size_t i, std::size_t j, std::size_t k, std::size_t i2, std::size_t j2) {
+    const In* ar = a + (i * s.w + j) * s.c;
+    const In* br = b + (i2 * s.w + j2) * s.c;
+    Acc sum = 0;
+    for (std::size_t c = 0; c < s.c; ++c) sum += Acc(ar[c]) * Acc(br[c]);
+    store((i * s.w + j) * k_all + k, sum);
+  });
+}
+
+}  // namespace detail
 
 namespace ops {
 

@@ -31,6 +31,23 @@ inline float heaviside(float x) noexcept {
   return x > 0.0f ? 1.0f : (x <= 0.0f ? 0.0f : std::numeric_limits<float>::quiet_NaN());
 }
 
+/// DoReFa's activation level (Larq's `DoReFa`, mode "activations"): rint(clip(x, 0, 1) · n),
+/// ties to even, as a float; the output is level / n. TF's clip_by_value: NaN stays NaN,
+/// -0.0 gives +0.0.
+inline float dorefa_activation_level(float x, float n) noexcept {
+  const float low = (x > 0.0f || x != x) ? x : 0.0f;
+  const float c = low > 1.0f ? 1.0f : low;
+  return std::nearbyint(c * n);
+}
+
+/// DoReFa's weight level of t = tanh(w) (mode "weights"): rint((t / two_max + 1/2) · n),
+/// two_max = 2 · max |tanh(w)| (Larq's divide_no_nan: 1/2 when it is 0); the output is
+/// 2 · (level / n) - 1.
+inline float dorefa_weight_level(float t, float two_max, float n) noexcept {
+  const float u = (two_max != 0.0f ? t / two_max : 0.0f) + 0.5f;
+  return std::nearbyint(u * n);
+}
+
 /// A denormal becomes a zero of its sign, as TensorFlow's flush-to-zero makes of a
 /// product. Needed where the product is exact in IEEE arithmetic (a · ±1): the compiler
 /// then emits ±a, a sign flip that no flush mode touches, and the denormal would survive.

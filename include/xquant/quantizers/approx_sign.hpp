@@ -23,6 +23,9 @@ class approx_sign : public quantizer_layer<approx_sign> {
   /// 1: binary.
   int precision() const noexcept override { return 1; }
 
+  /// ±1 (sign_grid()).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
   /// The input gradient for upstream gradient `dy` at `x` (Larq's `approx_sign` grad).

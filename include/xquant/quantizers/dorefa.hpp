@@ -47,6 +47,10 @@ class dorefa : public quantizer_layer<dorefa> {
   int k_bit() const noexcept { return k_bit_; }
   dorefa_mode mode() const noexcept { return mode_; }
 
+  /// Activations: [0, n] with step 1/n. Weights: the odd integers of [-n, n] with step
+  /// 1/n (2 · level - n), from x's max |tanh| (a dynamic grid: the weight's own).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
  private:

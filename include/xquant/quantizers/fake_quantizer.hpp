@@ -101,11 +101,17 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// tensor), from the stored range: what deployment writes and computes with
   /// (quantization_grid.hpp).
   XQ_DECL quantization_grid grid(std::size_t channels = 1) const;
+  /// grid(channels of x) while on and fake-quantizing (see quantizer_base::grid_of): the
+  /// numerics' grid and rounding rule for the stored range (before the first batch: the
+  /// range inference uses then).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
   /// The inference call's output on `x` (the stored range, nothing updated), without a tape.
   XQ_DECL tensor fake_quantize(const tensor& x) const;
   /// The same as integers on `grid(...)`: the q with output = (q - zero_point) * scale.
   XQ_DECL std::vector<std::int32_t> integers(const tensor& x) const;
 
+  /// A batch observed, or a range set or restored that is not the initial one.
+  XQ_DECL bool has_seen_data() const override;
   /// Training batches observed since the last reset or configure.
   std::size_t batches_seen() const noexcept { return batches_; }
 

@@ -69,10 +69,17 @@ class lsq_quantizer : public quantizer_layer<lsq_quantizer> {
   /// The learned zero point (shape {1}); null for the symmetric scheme.
   const parameter_ptr& zero_point() const noexcept { return zero_point_; }
   /// False until the scale was set (by the first training call, `set_scale`, a checkpoint).
+  /// Its scale initialised (by the first training batch, or restored).
+  bool has_seen_data() const override { return initialized(); }
   bool initialized() const noexcept { return scale_->value.data()[0] != 0.0f; }
 
   /// Sets the scale (finite, > 0) and, for affine, the zero point (chainable).
   lsq_quantizer& set_scale(float scale, float zero_point = 0.0f);
+
+  /// The grid of the learned scale (clamped to float32's epsilon, as the call clamps it)
+  /// and the zero point rounded half to even, rounding_operator::lsq; nullopt until
+  /// initialised (the call passes its input through then).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
 
   /// The learned scale and, for affine, the zero point.
   XQ_DECL std::vector<parameter_ptr> parameters() const override;

@@ -38,6 +38,10 @@ class magnitude_aware_sign : public quantizer_layer<magnitude_aware_sign> {
   /// shape.back()); for rank <= 1, |x| itself.
   static std::vector<float> scales(const tensor& x);
 
+  /// ±1 with a scale per channel on the last axis, scales(x) (a dynamic grid: x's own;
+  /// per tensor for a scalar), rounding_operator::sign.
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
  private:

@@ -35,6 +35,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,7 @@
 #include "../core/var.hpp"
 #include "flip_ratio.hpp"
 #include "gradient_flow.hpp"
+#include "quantization_grid.hpp"
 #include "quantizer_metrics.hpp"
 
 namespace xq {
@@ -76,6 +78,21 @@ class quantizer_base {
   /// One line for summaries, checkpoints and errors: "ste_sign(clip_value 1)". The kind
   /// unless a quantizer says more.
   XQ_DECL virtual std::string describe() const;
+
+  /// The grid of the inference call's output on `x` (quantization_grid.hpp): what
+  /// deployment writes and computes with, and how the call rounds (its rounding rule:
+  /// quantize_on_grid gives exactly the call's integers). `x` is the tensor that call would
+  /// see (a weight: the weight itself), or one of its shape where the grid does not depend
+  /// on the values. nullopt where the output has no grid: the quantizer is off, its fake
+  /// quant is off, it has nothing to round with yet (an uninitialised LSQ scale), or it
+  /// passes values through (NoOp). A quantizer with a grid overrides it; deployment asks
+  /// this, never the quantizer's type.
+  XQ_DECL virtual std::optional<quantization_grid> grid_of(const tensor& x) const;
+  /// Whether the quantizer's state comes from data: a training batch observed, a
+  /// calibration, a range set or restored. A quantizer with a range to learn overrides it
+  /// (a fake quantizer: false while it holds its placeholder range; LSQ: before its scale
+  /// is initialised); deployment refuses to deploy such a placeholder unless told to.
+  XQ_DECL virtual bool has_seen_data() const;
 
   /// The quantizer's state and learned parameters (a fake quantizer that is off, or not
   /// called yet, has none: its state is not part of the model then).

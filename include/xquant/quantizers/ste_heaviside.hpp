@@ -23,6 +23,9 @@ class ste_heaviside : public quantizer_layer<ste_heaviside> {
   int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
+  /// The integers {0, 1} with step 1, rounding_operator::heaviside.
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
  private:

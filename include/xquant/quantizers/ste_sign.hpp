@@ -25,6 +25,9 @@ class ste_sign : public quantizer_layer<ste_sign> {
   int precision() const noexcept override { return 1; }
   float clip_value() const noexcept { return clip_value_; }
 
+  /// ±1 (sign_grid()).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
  private:

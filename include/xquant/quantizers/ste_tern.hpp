@@ -42,6 +42,10 @@ class ste_tern : public quantizer_layer<ste_tern> {
   /// The threshold Δ used for `x`: threshold_value, or TWN's 0.7 · mean(|x|).
   float threshold(const tensor& x) const;
 
+  /// The integers {-1, 0, 1} with step 1, rounding_operator::ternary with threshold(x)
+  /// (dynamic with ternary_weight_networks: the threshold is x's own).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
  private:

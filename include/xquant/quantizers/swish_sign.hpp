@@ -27,6 +27,9 @@ class swish_sign : public quantizer_layer<swish_sign> {
   int precision() const noexcept override { return 1; }
   float beta() const noexcept { return beta_; }
 
+  /// ±1 (sign_grid()).
+  XQ_DECL std::optional<quantization_grid> grid_of(const tensor& x) const override;
+
   XQ_DECL var quantize(const var& x) override;
 
   /// The input gradient for upstream gradient `dy` at `x` (Larq's `swish_sign` grad).

@@ -21,12 +21,12 @@
 #include "../../wrappers/batch_norm_folding.hpp"
 #include "../function_op.hpp"
 #include "../graph/graph_decisions.hpp"
+#include "../../quantizers/quantize_on_grid.hpp"
 #include "../graph/quantizer_grids.hpp"
 #include "../lower.hpp"
 
 namespace xq::deploy::detail {
 
-namespace {
 
 inline bool on_grid(const engine_tensor& meta, const quantization_grid& g) {
   return meta.kind == value_kind::integer && g.scale.size() == 1 && meta.scale == g.scale[0] &&
@@ -64,12 +64,9 @@ inline window_geometry whole_image(const std::vector<std::size_t>& s) {
   return g;
 }
 
-}  // namespace
-
 class lowering {
  public:
-  lowering(const deploy_graph& g, const lower_options& o, const quantizer_lookup& quantizers)
-      : g_(g), o_(o), quantizers_(quantizers) {
+  lowering(const deploy_graph& g, const lower_options& o) : g_(g), o_(o) {
     model_.scheme = o.requant;
   }
 
@@ -137,13 +134,6 @@ class lowering {
     return meta_[v].kind == value_kind::bits ? to_real(v, path) : v;
   }
 
-  const fake_quantizer& quantizer(const std::string& path) const {
-    const auto it = quantizers_.find(path);
-    if (it == quantizers_.end() || !it->second)
-      throw argument_error(path, "a fake quantizer of the lowered model", "none by that path");
-    return *it->second;
-  }
-
   void map(const graph_node& n, std::size_t v) { value_of_[n.output] = v; }
 
   // --- nodes -----------------------------------------------------------------------
@@ -175,11 +165,10 @@ class lowering {
     if (!on_grid(meta_[v], grid)) {
       v = to_real(v, q.layer);
       auto op = std::make_unique<quantize_op>();
-      op->quantizer = quantizer(q.quantizer);
-      op->quantizer.detach_state();
+      op->grid = grid;  // the simulation's rounding rule travels with it
       v = emit(std::move(op), q.layer, {v}, integer_meta(grid));
     }
-    owner_[v] = q.quantizer;
+    owner_[v] = q.grid;
     model_.parity_points.push_back(parity_point{q.label, q.layer, q.call, q.input, q.quantizer, v, false, q.output});
     map(n, v);
   }
@@ -394,7 +383,7 @@ class lowering {
     }
     op->prepare();
     const std::size_t out = emit(std::move(op), n.layer, {v}, out_meta);
-    if (target) owner_[out] = std::get<op::quantize>(g_.nodes[d.lands_on].op).quantizer;
+    if (target) owner_[out] = *target;
     map(n, out);
     if (norm) {  // the batch norm's value is this op's
       done_.insert(d.absorbs);
@@ -470,11 +459,10 @@ class lowering {
       return map(n, out);
     }
     if (a.f == fn::relu6 && meta_[v].kind == value_kind::integer && owner_.count(v)) {
-      const fake_quantizer& q = quantizer(owner_[v]);
       tensor bounds = tensor::from_shape({2});
       bounds.data()[0] = 0.0f;
       bounds.data()[1] = 6.0f;
-      const std::vector<std::int32_t> b = q.integers(bounds);
+      const std::vector<std::int32_t> b = quantize_on_grid(owner_[v], bounds, n.layer);
       auto op = std::make_unique<clamp_op>();
       op->lo = b[0] - meta_[v].zero_point;
       op->hi = b[1] - meta_[v].zero_point;
@@ -600,7 +588,7 @@ class lowering {
     } else {
       return false;
     }
-    owner_[result] = q.quantizer;
+    owner_[result] = q.grid;
     map(n, result);
     return true;
   }
@@ -787,33 +775,21 @@ class lowering {
 
   const deploy_graph& g_;
   lower_options o_;
-  const quantizer_lookup& quantizers_;
   integer_model model_;
   std::vector<engine_tensor> meta_;
   std::map<value_id, std::size_t> value_of_;
   std::set<std::size_t> done_;                 ///< graph nodes lowered by another (absorbed batch norms)
-  std::map<std::size_t, std::string> owner_;   ///< engine value -> the quantizer whose grid it is on
+  std::map<std::size_t, quantization_grid> owner_;  ///< engine value -> the grid it is on, with its rounding
 };
 
-XQ_DECL integer_model lower_graph(const deploy_graph& g, const lower_options& o, const quantizer_lookup& quantizers) {
-  return lowering(g, o, quantizers).run();
-}
-
-XQ_DECL quantizer_lookup quantizers_of(const model_handle& m) {
-  quantizer_lookup found;
-  xq::detail::for_each_quantizer_ref(
-      m.ref,
-      [](void* f, quantizer_base& q) {
-        if (auto* fq = dynamic_cast<fake_quantizer*>(&q)) (*static_cast<quantizer_lookup*>(f))[fq->path()] = fq;
-      },
-      &found);
-  return found;
-}
 
 XQ_DECL integer_model lower_model(const model_handle& m, const std::vector<std::vector<std::size_t>>& shapes,
                                   const lower_options& o) {
-  const deploy_graph g = build_graph(m, shapes, o.graph);
-  return lower_graph(g, o, quantizers_of(m));
+  return xq::deploy::lower_graph(build_graph(m, shapes, o.graph), o);
 }
 
 }  // namespace xq::deploy::detail
+
+namespace xq::deploy {
+XQ_DECL integer_model lower_graph(const deploy_graph& g, const lower_options& o) { return detail::lowering(g, o).run(); }
+}  // namespace xq::deploy

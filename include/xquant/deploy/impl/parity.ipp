@@ -16,6 +16,7 @@
 #include "../../core/tape.hpp"
 #include "../../quantizers/fake_quantizer.hpp"
 #include "../../quantizers/model_quantizers.hpp"
+#include "../graph/quantizer_grids.hpp"
 #include "../lower.hpp"
 #include "../parity.hpp"
 
@@ -32,7 +33,7 @@ inline parity_row& row_for(parity_report& r, const std::string& label) {
 
 XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
                               const integer_model& engine, const std::vector<engine_tensor>& values,
-                              const std::map<std::string, const fake_quantizer*>& quantizers, const float* labels) {
+                              const std::map<std::string, const quantizer_base*>& quantizers, const float* labels) {
   // The k-th call of each path in this pass.
   std::unordered_map<std::string, std::vector<const traced_call*>> calls;
   for (const traced_call& c : trace.calls())
@@ -60,10 +61,13 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
     }
     const auto q = quantizers.find(p.quantizer_path);
     if (q == quantizers.end())
-      throw argument_error("parity", "the fake quantizer " + p.quantizer_path + " in the model", "none by that path");
-    const std::vector<std::int32_t> sim = q->second->integers(x);
+      throw argument_error("parity", "the quantizer " + p.quantizer_path + " in the model", "none by that path");
+    // The simulation's integers: its own quantizer's inference output on the traced input,
+    // read on that quantizer's grid.
+    const quantization_grid grid = grid_of(*q->second, x, p.quantizer_path);
+    const std::vector<std::int32_t> sim = grid_integers(grid, detail::inference_output(*q->second, x), p.quantizer_path);
     const std::vector<std::int32_t> ours = e.integers();
-    row.grid = describe(q->second->grid(1));
+    row.grid = describe(grid);
     for (std::size_t i = 0; i < sim.size(); ++i) {
       ++row.elements;
       const std::int64_t d = std::int64_t(sim[i]) - std::int64_t(ours[i]);
@@ -114,7 +118,11 @@ inline void check_labels(const tensor& labels, std::size_t images, std::size_t c
 
 XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine, const tensor& images,
                                    const tensor* labels, std::size_t batch) {
-  const quantizer_lookup quantizers = quantizers_of(m);
+  std::map<std::string, const quantizer_base*> quantizers;
+  xq::detail::for_each_quantizer_ref(
+      m.ref,
+      [](void* f, quantizer_base& q) { (*static_cast<std::map<std::string, const quantizer_base*>*>(f))[q.path()] = &q; },
+      &quantizers);
   parity_report report;
   report.labelled = labels != nullptr;
   const std::size_t n = images.dimension() ? images.shape()[0] : 0;
@@ -134,6 +142,7 @@ XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& e
       const training_mode inference(false);
       simulated = m.call(m.model, var_list{var(x)}).at(0).value();
     }
+    const graph_trace idle;  // the quantizer calls below are not the simulation's pass
     const std::vector<engine_tensor> values = engine.run_all(x);
     if (labels && start == 0) check_labels(*labels, n, simulated.dimension() ? simulated.shape().back() : 0);
     add_parity_batch(report, trace, simulated, engine, values, quantizers, labels ? labels->data() + start : nullptr);

@@ -4,8 +4,10 @@
 
 #include "atomic_file.ipp"
 #include "checkpoint.ipp"
+#include "cbor_codec.ipp"
 #include "checkpoint_format.ipp"
 #include "fashion_mnist.ipp"
+#include "file_envelope.ipp"
 #include "idx.ipp"
 #include "npy.ipp"
 #include "weight_import.ipp"

@@ -1,7 +1,8 @@
 #pragma once
 /// \file checkpoint_format.ipp
-/// The checkpoint file's encoding and decoding (io/checkpoint_format.hpp). The CBOR
-/// (nlohmann::json) and CRC-32 (zlib) machinery is private to it: it lives here only.
+/// The checkpoint file's encoding and decoding (io/checkpoint_format.hpp): its payload;
+/// the envelope (format, version, CRC-32) is io/file_envelope.hpp's, the CBOR machinery
+/// and the quantizer codec io/detail/cbor_codec.hpp's, shared with the integer model file.
 
 #include <algorithm>
 #include <cstddef>
@@ -14,10 +15,11 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include "../addressable_shape.hpp"
 #include "../checkpoint_format.hpp"
+#include "../detail/cbor_codec.hpp"
+#include "../file_envelope.hpp"
 
 namespace xq {
 
@@ -29,8 +31,13 @@ XQ_DECL const tensor* checkpoint_slot::find(const std::string& name) const {
 
 namespace detail::ckpt {
 
+XQ_DECL const io::file_format& checkpoint_file_format() {
+  static const io::file_format f{checkpoint_format_name, "checkpoint", checkpoint_format_version, 1};
+  return f;
+}
+
 XQ_DECL const std::string& checkpoint_magic() {
-  static const std::string magic = std::string("\xa4\x66" "format" "\x71", 9) + checkpoint_format_name;
+  static const std::string magic = io::envelope_magic(checkpoint_file_format());
   return magic;
 }
 
@@ -41,114 +48,9 @@ XQ_DECL bool host_is_little_endian() noexcept {
   return first == 1;
 }
 
-XQ_DECL std::uint32_t checkpoint_crc32(const std::uint8_t* data, std::size_t n) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  while (n > 0) {  // zlib takes at most a uInt at a time
-    const uInt chunk = static_cast<uInt>(std::min<std::size_t>(n, std::size_t(1) << 30));
-    crc = ::crc32(crc, data, chunk);
-    data += chunk;
-    n -= chunk;
-  }
-  return static_cast<std::uint32_t>(crc);
-}
+XQ_DECL std::uint32_t checkpoint_crc32(const std::uint8_t* data, std::size_t n) { return io::crc32(data, n); }
 
-XQ_DECL std::string hex_bytes(const std::uint8_t* data, std::size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i) s += ' ';
-    s += digits[data[i] >> 4];
-    s += digits[data[i] & 15];
-  }
-  return s;
-}
-
-/// Builds a json value from SAX events, like nlohmann's own DOM parser, but refuses
-/// nesting deeper than `max_depth` (the parser recurses once per level: a few kilobytes
-/// of 0x81 bytes would otherwise exhaust the stack) and duplicate map keys.
-class bounded_json_builder {
- public:
-  using json = nlohmann::json;
-
-  bounded_json_builder(json& root, std::size_t max_depth) : root_(root), max_depth_(max_depth) {}
-
-  bool null() { return add(json(nullptr)); }
-  bool boolean(bool v) { return add(json(v)); }
-  bool number_integer(json::number_integer_t v) { return add(json(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return add(json(v)); }
-  bool number_float(json::number_float_t v, const json::string_t&) { return add(json(v)); }
-  bool string(json::string_t& v) { return add(json(std::move(v))); }
-  bool binary(json::binary_t& v) {
-    return add(json::binary(std::move(static_cast<json::binary_t::container_type&>(v))));
-  }
-  bool start_object(std::size_t) { return open(json::value_t::object); }
-  bool key(json::string_t& k) {
-    if (stack_.back()->contains(k)) return fail(concat("the key \"", k, "\" twice in one map"));
-    key_ = std::move(k);
-    return true;
-  }
-  bool end_object() {
-    stack_.pop_back();
-    return true;
-  }
-  bool start_array(std::size_t) { return open(json::value_t::array); }
-  bool end_array() {
-    stack_.pop_back();
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const std::exception& e) { return fail(e.what()); }
-
-  const std::string& error() const noexcept { return error_; }
-
- private:
-  bool fail(std::string what) {
-    if (error_.empty()) error_ = std::move(what);
-    return false;
-  }
-  json* place(json&& v) {
-    if (stack_.empty()) {
-      root_ = std::move(v);
-      return &root_;
-    }
-    json& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
-    }
-    json& slot = top[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-  bool add(json&& v) {
-    place(std::move(v));
-    return true;
-  }
-  bool open(json::value_t t) {
-    if (stack_.size() >= max_depth_) return fail(concat("CBOR nested deeper than ", max_depth_, " levels"));
-    stack_.push_back(place(json(t)));
-    return true;
-  }
-
-  json& root_;
-  std::size_t max_depth_;
-  std::vector<json*> stack_;
-  std::string key_;
-  std::string error_;
-};
-
-/// Parses one CBOR item that spans all `n` bytes; false (and `error`) when it does not.
-XQ_DECL bool parse_bounded_cbor(const std::uint8_t* data, std::size_t n, nlohmann::json& out, std::string& error) {
-  bounded_json_builder builder(out, 32);
-  bool ok = false;
-  try {
-    ok = nlohmann::json::sax_parse(data, data + n, &builder, nlohmann::json::input_format_t::cbor, true);
-  } catch (const std::exception& e) {  // nlohmann reports through the SAX, but be sure
-    error = e.what();
-    return false;
-  }
-  if (!ok) error = builder.error().empty() ? std::string("invalid CBOR") : builder.error();
-  return ok;
-}
+XQ_DECL std::string hex_bytes(const std::uint8_t* data, std::size_t n) { return io::hex_bytes(data, n); }
 
 // ---- encoding -------------------------------------------------------------------
 
@@ -164,23 +66,6 @@ XQ_DECL ordered_json encode_tensor(const tensor& t) {
   ordered_json j = ordered_json::object();
   j["shape"] = std::move(shape);
   j["data"] = ordered_json::binary(std::move(bytes));
-  return j;
-}
-
-XQ_DECL ordered_json encode_config(const quantizer_config& c) {
-  ordered_json j = ordered_json::object();
-  j["num_bits"] = c.num_bits;
-  j["symmetric"] = c.symmetric;
-  j["narrow_range"] = c.narrow_range;
-  j["per_channel"] = c.per_channel;
-  j["channel_axis"] = c.channel_axis;
-  j["numerics"] = to_string(c.numerics);
-  j["tracking"] = to_string(c.tracking);
-  j["ema_decay"] = c.ema_decay;
-  j["averaging_constant"] = c.averaging_constant;
-  j["reduce_range"] = c.reduce_range;
-  j["init_min"] = static_cast<double>(c.init_min);
-  j["init_max"] = static_cast<double>(c.init_max);
   return j;
 }
 
@@ -236,7 +121,7 @@ XQ_DECL std::vector<std::uint8_t> encode_payload(const checkpoint_state& s) {
     ordered_json j = ordered_json::object();
     j["path"] = q.path;
     j["kind"] = q.kind;
-    j["config"] = q.config ? encode_config(*q.config) : ordered_json(nullptr);
+    j["config"] = q.config ? io::detail::encode_config(*q.config) : ordered_json(nullptr);
     j["enabled"] = q.enabled;
     j["observer_enabled"] = q.observer_enabled;
     j["fake_quant_enabled"] = q.fake_quant_enabled;
@@ -276,13 +161,7 @@ XQ_DECL std::vector<std::uint8_t> encode_payload(const checkpoint_state& s) {
 }
 
 XQ_DECL std::vector<std::uint8_t> wrap_checkpoint_payload(std::vector<std::uint8_t> payload) {
-  const std::uint32_t crc = checkpoint_crc32(payload.data(), payload.size());
-  ordered_json file = ordered_json::object();
-  file["format"] = checkpoint_format_name;
-  file["version"] = checkpoint_format_version;
-  file["crc32"] = crc;
-  file["payload"] = ordered_json::binary(std::move(payload));
-  return ordered_json::to_cbor(file);
+  return io::wrap_envelope(checkpoint_file_format(), std::move(payload));
 }
 
 // ---- decoding -------------------------------------------------------------------
@@ -590,49 +469,14 @@ class payload_reader {
 
 XQ_DECL std::vector<std::uint8_t> open_checkpoint_envelope(const std::uint8_t* data, std::size_t size,
                                                            const std::string& source, unsigned& file_version) {
-  using json = nlohmann::json;
-  const std::string& magic = checkpoint_magic();
-  const std::string expected = concat("an xquant checkpoint starts with ",
-                                      hex_bytes(reinterpret_cast<const std::uint8_t*>(magic.data()), magic.size()),
-                                      " (a CBOR map whose first entry is \"format\": \"", checkpoint_format_name,
-                                      "\")");
-  if (size == 0) throw io_error(source, "not an xquant checkpoint: the file is empty");
-  const std::size_t head = std::min(size, magic.size());
-  if (std::memcmp(data, magic.data(), head) != 0)
-    throw io_error(source, concat("not an xquant checkpoint: it starts with ", hex_bytes(data, head), "; ", expected));
-  if (size <= magic.size())
-    throw io_error(source, concat("truncated: the file ends after ", size, " bytes, inside its header"));
-
-  json file;
-  std::string error;
-  if (!parse_bounded_cbor(data, size, file, error))
-    throw io_error(source, concat("truncated or corrupted (", size, " bytes): ", error));
-  // The magic fixed the map's size (4) and its first entry; the others must be there.
-  const auto version = file.find("version");
-  if (version == file.end() || !version->is_number_unsigned())
-    throw io_error(source, "corrupted: no unsigned \"version\" entry");
-  if (version->get<std::uint64_t>() != checkpoint_format_version && version->get<std::uint64_t>() != 1)
-    throw io_error(source, concat("unsupported checkpoint format version ", version->get<std::uint64_t>(),
-                                  " (this xquant reads versions 1 and ", checkpoint_format_version, ")"));
-  file_version = static_cast<unsigned>(version->get<std::uint64_t>());
-  const auto crc = file.find("crc32");
-  if (crc == file.end() || !crc->is_number_unsigned() || crc->get<std::uint64_t>() > 0xffffffffu)
-    throw io_error(source, "corrupted: no \"crc32\" entry of 32 bits");
-  const auto payload = file.find("payload");
-  if (payload == file.end() || !payload->is_binary()) throw io_error(source, "corrupted: no \"payload\" byte string");
-  std::vector<std::uint8_t> bytes = std::move(static_cast<std::vector<std::uint8_t>&>(payload->get_binary()));
-  const std::uint32_t actual = checkpoint_crc32(bytes.data(), bytes.size());
-  if (actual != crc->get<std::uint64_t>())
-    throw io_error(source, concat("corrupted: the payload's CRC-32 is ", actual, ", the file says ",
-                                  crc->get<std::uint64_t>()));
-  return bytes;
+  return io::open_envelope(checkpoint_file_format(), data, size, source, file_version);
 }
 
 XQ_DECL checkpoint_state read_checkpoint_payload(const std::vector<std::uint8_t>& payload,
                                                  const std::string& source, unsigned version) {
   nlohmann::json p;
   std::string error;
-  if (!parse_bounded_cbor(payload.data(), payload.size(), p, error))
+  if (!io::detail::parse_bounded_cbor(payload.data(), payload.size(), p, error))
     throw io_error(source, concat("malformed checkpoint: the payload is not one CBOR item: ", error));
   return payload_reader(source, version).read(p);
 }

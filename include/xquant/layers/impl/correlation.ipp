@@ -3,7 +3,6 @@
 /// The correlation's code (layers/correlation.hpp).
 
 #include <algorithm>
-#include <cstdint>
 
 #include "../../core/op_observer.hpp"
 #include "../../core/shape_check.hpp"
@@ -12,38 +11,6 @@
 #include "../correlation.hpp"
 
 namespace xq {
-
-namespace detail {
-
-/// The sizes of one cost volume.
-struct correlation_shape {
-  std::size_t n, h, w, c, d, span;  // span: 2d + 1
-  std::size_t image() const noexcept { return h * w * c; }
-  std::size_t volume() const noexcept { return h * w * span * span; }
-  std::size_t work() const noexcept { return n * volume() * c; }
-};
-
-/// Calls f(i, j, k, i2, j2) for every pixel (i, j) of one image and displacement k whose
-/// partner (i2, j2) = (i + dy, j + dx) lies inside the image.
-template <class F>
-void for_each_partner(const correlation_shape& s, F&& f) {
-  const auto d = static_cast<std::int64_t>(s.d);
-  const auto h = static_cast<std::int64_t>(s.h), w = static_cast<std::int64_t>(s.w);
-  for (std::int64_t i = 0; i < h; ++i)
-    for (std::int64_t j = 0; j < w; ++j)
-      for (std::int64_t dy = -d; dy <= d; ++dy) {
-        const std::int64_t i2 = i + dy;
-        if (i2 < 0 || i2 >= h) continue;
-        for (std::int64_t dx = -d; dx <= d; ++dx) {
-          const std::int64_t j2 = j + dx;
-          if (j2 < 0 || j2 >= w) continue;
-          const auto k = static_cast<std::size_t>((dy + d) * (2 * d + 1) + (dx + d));
-          f(std::size_t(i), std::size_t(j), k, std::size_t(i2), std::size_t(j2));
-        }
-      }
-}
-
-}  // namespace detail
 
 namespace ops {
 
@@ -64,13 +31,7 @@ XQ_DECL var correlation(const var& a, const var& b, std::size_t max_displacement
       const float* an = pa + n * s.image();
       const float* bn = pb + n * s.image();
       float* yn = py + n * s.volume();
-      detail::for_each_partner(s, [&](std::size_t i, std::size_t j, std::size_t k, std::size_t i2, std::size_t j2) {
-        const float* ar = an + (i * s.w + j) * s.c;
-        const float* br = bn + (i2 * s.w + j2) * s.c;
-        float sum = 0.0f;
-        for (std::size_t c = 0; c < s.c; ++c) sum += ar[c] * br[c];
-        yn[(i * s.w + j) * k_all + k] = sum * inv_c;
-      });
+      detail::correlation_sums<float>(s, an, bn, [&](std::size_t at, float sum) { yn[at] = sum * inv_c; });
     }
   });
   // For xq::summarize: C multiply-adds per displacement and pixel.

@@ -14,6 +14,7 @@
 #include "moving_average_quantizer.ipp"
 #include "noop_quantizer.ipp"
 #include "quantization_grid.ipp"
+#include "quantize_on_grid.ipp"
 #include "quantizer_config.ipp"
 #include "quantizer_layer.ipp"
 #include "quantizer_metrics.ipp"

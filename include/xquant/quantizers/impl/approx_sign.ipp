@@ -14,6 +14,12 @@
 
 namespace xq {
 
+XQ_DECL std::optional<quantization_grid> approx_sign::grid_of(const tensor& x) const {
+  (void)x;
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  return sign_grid();
+}
+
 XQ_DECL var approx_sign::quantize(const var& x) {
   const flush_denormals_scope as_in_tensorflow;
   tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });

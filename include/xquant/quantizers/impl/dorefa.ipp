@@ -30,6 +30,32 @@ XQ_DECL var dorefa::quantize(const var& x) {
   return mode_ == dorefa_mode::activations ? quantize_activations(x) : quantize_weights(x);
 }
 
+XQ_DECL std::optional<quantization_grid> dorefa::grid_of(const tensor& x) const {
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  const std::int32_t n = std::int32_t((1L << k_bit_) - 1);
+  quantization_grid g;
+  g.scale = {1.0f / levels()};
+  g.zero_point = {0};
+  if (mode_ == dorefa_mode::activations) {
+    g.num_bits = k_bit_;
+    g.qmin = 0;
+    g.qmax = n;
+    g.rounding.op = rounding_operator::dorefa_activations;
+    return g;
+  }
+  const flush_denormals_scope as_in_tensorflow;
+  const tensor t = larq::map(x, [](float v) { return larq::tanh(v); });
+  const float two_max = 2.0f * max_abs_propagating_nan(t.data(), t.size());
+  if (!std::isfinite(two_max)) throw argument_error(path(), "finite weights", "NaN or infinity");
+  g.num_bits = k_bit_ + 1;
+  g.qmin = -n;
+  g.qmax = n;
+  g.dynamic = true;
+  g.rounding.op = rounding_operator::dorefa_weights;
+  g.rounding.two_max = two_max;
+  return g;
+}
+
 XQ_DECL dorefa_mode dorefa::parse_mode(std::string_view mode) {
   if (mode == "activations") return dorefa_mode::activations;
   if (mode == "weights") return dorefa_mode::weights;
@@ -39,13 +65,9 @@ XQ_DECL dorefa_mode dorefa::parse_mode(std::string_view mode) {
 
 XQ_DECL var dorefa::quantize_activations(const var& x) {
   const float n = levels();
-  tensor y = larq::map(x.value(), [n](float v) {
-    // tf.clip_by_value(x, 0, 1): NaN stays NaN; -0.0 (and -1e-45, read as -0) give +0.0
-    // as in TF's vector loop.
-    const float low = (v > 0.0f || v != v) ? v : 0.0f;
-    const float c = low > 1.0f ? 1.0f : low;
-    return std::nearbyint(c * n) / n;
-  });
+  // tf.clip_by_value(x, 0, 1): NaN stays NaN; -0.0 (and -1e-45, read as -0) give +0.0
+  // as in TF's vector loop.
+  tensor y = larq::map(x.value(), [n](float v) { return larq::dorefa_activation_level(v, n) / n; });
   return emit(x, std::move(y), [x](const tensor& dy) {
     const flush_denormals_scope as_in_tensorflow;
     const tensor& xv = x.value();
@@ -68,10 +90,7 @@ XQ_DECL var dorefa::quantize_weights(const var& x) {
   const float* ts = t.data();
   float max_abs = max_abs_propagating_nan(ts, size);  // reduce_max(|t|)
   const float two_max = 2.0f * max_abs;
-  tensor y = larq::map(t, [n, two_max](float v) {
-    const float u = (two_max != 0.0f ? v / two_max : 0.0f) + 0.5f;  // divide_no_nan
-    return 2.0f * (std::nearbyint(u * n) / n) - 1.0f;
-  });
+  tensor y = larq::map(t, [n, two_max](float v) { return 2.0f * (larq::dorefa_weight_level(v, two_max, n) / n) - 1.0f; });
   return emit(x, std::move(y), [t = std::move(t), two_max](const tensor& dy) {
     const flush_denormals_scope as_in_tensorflow;
     tensor dx = tensor::from_shape(t.shape());

@@ -154,6 +154,21 @@ XQ_DECL quantization_grid fake_quantizer::grid(std::size_t channels) const {
   return numerics_->grid(config_, config_.per_channel ? channels : 1, lo, hi, path());
 }
 
+XQ_DECL bool fake_quantizer::has_seen_data() const {
+  if (batches_ > 0) return true;
+  const fake_quantizer initial(config_, true);  // the range before any batch
+  const vector a = min(), b = max(), c = initial.min(), d = initial.max();
+  if (a.size() != c.size() || b.size() != d.size()) return true;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a(i) == c(i)) || !(b(i) == d(i))) return true;
+  return false;
+}
+
+XQ_DECL std::optional<quantization_grid> fake_quantizer::grid_of(const tensor& x) const {
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  return grid(layout_of(x).channels);
+}
+
 XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
   const kernels::channel_layout l = layout_of(x);
   vector lo = min(), hi = max();

@@ -46,6 +46,22 @@ XQ_DECL lsq_quantizer& lsq_quantizer::set_scale(float scale, float zero_point) {
   return *this;
 }
 
+XQ_DECL std::optional<quantization_grid> lsq_quantizer::grid_of(const tensor& x) const {
+  (void)x;
+  if (!enabled() || !fake_quant_enabled() || !initialized()) return std::nullopt;
+  const float s = std::max(scale_->value.data()[0], std::numeric_limits<float>::epsilon());  // the call's clamp
+  const float zp = zero_point_ ? zero_point_->value.data()[0] : 0.0f;
+  quantization_grid g;
+  g.num_bits = num_bits_;
+  g.qmin = std::int32_t(quant_min_);
+  g.qmax = std::int32_t(quant_max_);
+  g.scale = {s};
+  g.zero_point = {std::int32_t(torch::detail::forward_zero_point(zp, quant_min_, quant_max_))};
+  g.rounding.op = rounding_operator::lsq;
+  g.rounding.float_zero_point = {zp};
+  return g;
+}
+
 XQ_DECL std::vector<parameter_ptr> lsq_quantizer::parameters() const { return {scale_, zero_point_}; }
 
 XQ_DECL void lsq_quantizer::for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) {

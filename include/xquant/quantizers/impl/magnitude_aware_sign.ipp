@@ -41,6 +41,18 @@ XQ_DECL std::vector<float> magnitude_aware_sign::scales(const tensor& x) {
   return a;
 }
 
+XQ_DECL std::optional<quantization_grid> magnitude_aware_sign::grid_of(const tensor& x) const {
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  quantization_grid g = sign_grid();
+  const flush_denormals_scope as_in_tensorflow;  // as the call computes the scales
+  g.scale = scales(x);
+  g.zero_point.assign(g.scale.size(), 0);
+  g.per_channel = x.dimension() > 0;
+  g.channel_axis = -1;
+  g.dynamic = true;
+  return g;
+}
+
 XQ_DECL var magnitude_aware_sign::quantize(const var& x) {
   const flush_denormals_scope as_in_tensorflow;
   const tensor& xv = x.value();

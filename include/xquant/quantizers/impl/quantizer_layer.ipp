@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,13 @@ XQ_DECL void quantizer_base::set_path(std::string p) {
 }
 
 XQ_DECL std::string quantizer_base::describe() const { return kind(); }
+
+XQ_DECL bool quantizer_base::has_seen_data() const { return true; }
+
+XQ_DECL std::optional<quantization_grid> quantizer_base::grid_of(const tensor& x) const {
+  (void)x;
+  return std::nullopt;
+}
 
 XQ_DECL std::vector<parameter_ptr> quantizer_base::parameters() const { return {}; }
 

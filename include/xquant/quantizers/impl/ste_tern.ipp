@@ -37,6 +37,21 @@ XQ_DECL float ste_tern::threshold(const tensor& x) const {
   return (0.7f * sum) / static_cast<float>(n);
 }
 
+XQ_DECL std::optional<quantization_grid> ste_tern::grid_of(const tensor& x) const {
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  quantization_grid g;
+  g.num_bits = 2;
+  g.qmin = -1;
+  g.qmax = 1;
+  g.scale = {1.0f};
+  g.zero_point = {0};
+  g.dynamic = ternary_weight_networks_;
+  g.rounding.op = rounding_operator::ternary;
+  const flush_denormals_scope as_in_tensorflow;  // as the call computes it
+  g.rounding.threshold = threshold(x);
+  return g;
+}
+
 XQ_DECL var ste_tern::quantize(const var& x) {
   const flush_denormals_scope as_in_tensorflow;
   const float delta = threshold(x.value());

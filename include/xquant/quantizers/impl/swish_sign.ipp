@@ -18,6 +18,12 @@ XQ_DECL swish_sign::swish_sign(float beta) : quantizer_layer<swish_sign>("swish_
     throw argument_error("xq::swish_sign", "a finite beta > 0", detail::concat(beta));
 }
 
+XQ_DECL std::optional<quantization_grid> swish_sign::grid_of(const tensor& x) const {
+  (void)x;
+  if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  return sign_grid();
+}
+
 XQ_DECL var swish_sign::quantize(const var& x) {
   const flush_denormals_scope as_in_tensorflow;
   tensor y = larq::map(x.value(), [](float v) { return larq::sign(v); });

@@ -48,6 +48,10 @@ XQ_DECL quantization_grid tf_fake_quant_numerics::grid(const quantizer_config& c
   const std::size_t n = c.per_channel ? channels : 1;
   if (min.size() != n || max.size() != n)
     throw argument_error(where, detail::concat(n, " range values"), detail::concat(min.size(), " and ", max.size()));
+  // apply's operators: FakeQuantWithMinMaxVars (divides) per tensor, PerChannel (multiplies), TF >= 2.6.
+  g.rounding.op = rounding_operator::tf_fake_quant;
+  g.rounding.range_min.assign(min.begin(), min.end());
+  g.rounding.range_max.assign(max.begin(), max.end());
   for (std::size_t i = 0; i < n; ++i) {
     // The nudged range: its minimum is (quant_min - nudged zero point) * scale (TF's Nudge).
     const tf::nudged_range r = tf::nudge(min(i), max(i), q);

@@ -53,6 +53,11 @@ XQ_DECL quantization_grid tf_qdq_numerics::grid(const quantizer_config& c, std::
   const std::size_t n = c.per_channel ? channels : 1;
   if (min.size() != n || max.size() != n)
     throw argument_error(where, detail::concat(n, " range values"), detail::concat(min.size(), " and ", max.size()));
+  // The operator rounds with the range as given (apply: range_given, half to even).
+  g.rounding.op = rounding_operator::tf_qdq;
+  g.rounding.half_to_even = true;
+  g.rounding.range_min.assign(min.begin(), min.end());
+  g.rounding.range_max.assign(max.begin(), max.end());
   for (std::size_t i = 0; i < n; ++i) {
     // TF's step: the larger-magnitude side sets it (ComputeQuantizationRange); an empty
     // range [0, 0] maps everything to 0 and any step will do.

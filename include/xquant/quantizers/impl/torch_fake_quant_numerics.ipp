@@ -91,6 +91,7 @@ XQ_DECL quantization_grid torch_fake_quant_numerics::grid(const quantizer_config
   g.channel_axis = c.channel_axis;
   g.qmin = std::int32_t(q.quant_min);
   g.qmax = std::int32_t(q.quant_max);
+  g.rounding.op = rounding_operator::torch_affine;  // apply's integer zero points
   const std::size_t n = c.per_channel ? channels : 1;
   if (c.per_channel && min.size() == 0) {  // no batch yet: scale 1, zero point 0 (as apply)
     g.scale.assign(n, 1.0f);

@@ -47,15 +47,15 @@ struct graph_building {
   std::vector<value_id> quantized_inputs;  ///< through their quantizers, once asked (no_index: not yet)
 
   /// The value of a traced state: made by an earlier call, a model input, or a constant.
-  value_id value(const variable_state* s, const std::string& who);
+  XQ_DECL value_id value(const variable_state* s, const std::string& who);
   /// A quantization point on `v` (traced as `traced`) with quantizer `q`, or `v` itself when
   /// `q` is off; `call_index` and `input`/`output` say where.
-  value_id quantize(value_id v, const quantizer_base& q, const tensor& traced, std::size_t call_index,
+  XQ_DECL value_id quantize(value_id v, const quantizer_base& q, const tensor& traced, std::size_t call_index,
                     std::size_t input, bool output);
   /// "block/conv input", "mix input 1 (call 2)", "block/conv output".
-  std::string label(std::size_t call_index, std::size_t input, bool output) const;
+  XQ_DECL std::string label(std::size_t call_index, std::size_t input, bool output) const;
   /// The graph weight of parameter `p` (added once), noting `layer` as a user.
-  std::size_t weight_index(const parameter_ptr& p, const std::string& layer);
+  XQ_DECL std::size_t weight_index(const parameter_ptr& p, const std::string& layer);
 };
 
 }  // namespace xq::deploy::detail

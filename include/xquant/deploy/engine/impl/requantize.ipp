@@ -1,6 +1,6 @@
 #pragma once
 /// \file requantize.ipp
-/// The requantization schemes (deploy/requantize.hpp).
+/// The requantization schemes (deploy/engine/requantize.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../core/error.hpp"
+#include "../../../core/error.hpp"
 #include "../requantize.hpp"
 
 namespace xq::deploy {

@@ -1,6 +1,6 @@
 #pragma once
 /// \file engine_kernels.ipp
-/// The integer engine's kernels around its GEMMs (deploy/engine_kernels.hpp).
+/// The integer engine's kernels around its GEMMs (deploy/engine/engine_kernels.hpp).
 
 #include <algorithm>
 #include <cfloat>
@@ -16,11 +16,11 @@
 #include <immintrin.h>
 #endif
 
-#include "../../core/error.hpp"
-#include "../../kernels/parallel.hpp"
-#include "../../kernels/threads.hpp"
+#include "../../../core/error.hpp"
+#include "../../../kernels/parallel.hpp"
+#include "../../../kernels/threads.hpp"
 #include "../engine_kernels.hpp"
-#include "../integer_model.hpp"
+#include "../window_geometry.hpp"
 #include "integer_gemm.ipp"  // the GEMM tile's pieces (detail::unrolled, broadcast_pair, store_tile)
 
 namespace xq::deploy {

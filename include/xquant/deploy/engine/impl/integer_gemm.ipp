@@ -1,6 +1,6 @@
 #pragma once
 /// \file integer_gemm.ipp
-/// The integer engine's matrix products (deploy/integer_gemm.hpp).
+/// The integer engine's matrix products (deploy/engine/integer_gemm.hpp).
 ///
 /// The packed layout: the N columns cut into panels of 16 (the last one padded with zero
 /// columns), K padded to an even count with a zero row; panel after panel, and in a panel
@@ -31,7 +31,7 @@
 #include <immintrin.h>
 #endif
 
-#include "../../kernels/parallel.hpp"
+#include "../../../kernels/parallel.hpp"
 #include "../integer_gemm.hpp"
 
 namespace xq::deploy {

@@ -1,6 +1,6 @@
 #pragma once
 /// \file binary_gemm.ipp
-/// XNOR-popcount products (deploy/binary_gemm.hpp).
+/// XNOR-popcount products (deploy/engine/binary_gemm.hpp).
 ///
 /// The AVX2 kernel counts across columns: B is repacked (per call, it is small) so that one
 /// 256-bit vector holds word w of 4 consecutive columns, and a word of A broadcast to the
@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #endif
 
-#include "../../kernels/parallel.hpp"
+#include "../../../kernels/parallel.hpp"
 #include "../binary_gemm.hpp"
 #include "integer_gemm.ipp"  // detail::unrolled
 

@@ -1,0 +1,25 @@
+#pragma once
+/// \file all.ipp
+/// The integer engine's compiled code (deploy/engine/), for deploy/impl/all.ipp.
+
+#include "binary_gemm.ipp"
+#include "binary_ops.ipp"
+#include "constant_op.ipp"
+#include "elementwise_ops.ipp"
+#include "engine_kernels.ipp"
+#include "engine_tensor.ipp"
+#include "float_function_ops.ipp"
+#include "gather_op.ipp"
+#include "integer_gemm.ipp"
+#include "integer_linear_op.ipp"
+#include "integer_model.ipp"
+#include "integer_model_file.ipp"
+#include "layout_ops.ipp"
+#include "lowered_op.ipp"
+#include "op_codec.ipp"
+#include "op_registry.ipp"
+#include "pooling_ops.ipp"
+#include "quantize_ops.ipp"
+#include "real_linear_op.ipp"
+#include "requantize.ipp"
+#include "window_geometry.ipp"

@@ -1,0 +1,71 @@
+#pragma once
+/// \file integer_gemm.hpp
+/// The integer engine's matrix products, exact in int32:
+///
+///   C[i][j] = bias[j] + sum_k A[i][k] * B[k][j]      A: int16 (the centred activations
+///                                                    q - zero_point), B: int16 weights
+///
+/// Why int16 operands: the engine keeps activations centred (q - zero_point, in
+/// [-255, 255] for 8-bit grids) so no kernel deals with zero points, and on x86 without
+/// VNNI the exact instruction is VPMADDWD (int16 x int16 -> int32 pairs). The tempting
+/// VPMADDUBSW (u8 x s8 -> saturating int16 pairs) is what makes onnxruntime's and
+/// oneDNN's non-VNNI int8 kernels off by tens of steps (research/deployment.md §2.2).
+/// Every product of two such operands and every sum the lowering admits fits int32
+/// (lower() checks K * max|A| * max|B| < 2^31), so any summation order gives the same
+/// integers: the fast kernel must equal the reference bit for bit, and the tests check it.
+///
+/// The binary product (XNOR-popcount, Larq's compute engine) is in binary_gemm.hpp.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "../../config.hpp"
+
+// Multiply-adds (m * n * k) from which gemm_s16 and conv2d_nhwc_s16 use more than one
+// thread: 8Mi, about 0.1 ms of this kernel on one Zen 3 core (75 GMAC/s), the time of
+// XQ_GEMM_PARALLEL_THRESHOLD's float GEMM. BM_gemm_s16_threads in bench/deploy_bench.cpp
+// times the region on 1 and 2 threads by size (bench/README.md, "The integer and binary
+// engines"). Override with -D.
+#ifndef XQ_INTEGER_GEMM_PARALLEL_THRESHOLD
+#define XQ_INTEGER_GEMM_PARALLEL_THRESHOLD (std::size_t(1) << 23)
+#endif
+
+namespace xq::deploy {
+
+/// The reference: three loops, int32 accumulation. `b` is K x N row-major; `bias` may be null.
+XQ_DECL void gemm_s16_reference(std::size_t m, std::size_t n, std::size_t k, const std::int16_t* a, std::size_t lda,
+                                const std::int16_t* b, const std::int32_t* bias, std::int32_t* c);
+
+/// B (K x N) rearranged once for the fast kernel: panels of `panel_width` columns (the
+/// last one zero padded), in each the pairs of rows k, k+1 interleaved column by column
+/// (K padded to even with a zero row), the operand layout of VPMADDWD (integer_gemm.ipp).
+class packed_s16_matrix {
+ public:
+  static constexpr std::size_t panel_width = 16;
+  packed_s16_matrix() = default;
+  XQ_DECL packed_s16_matrix(const std::int16_t* b, std::size_t k, std::size_t n);
+  std::size_t rows() const noexcept { return k_; }
+  std::size_t cols() const noexcept { return n_; }
+  std::size_t panels() const noexcept { return (n_ + panel_width - 1) / panel_width; }
+  std::size_t pairs() const noexcept { return (k_ + 1) / 2; }
+  const std::vector<std::int16_t>& data() const noexcept { return data_; }
+
+ private:
+  std::size_t k_ = 0, n_ = 0;
+  std::vector<std::int16_t> data_;
+};
+
+/// The fast kernel: C = bias + A * B with B packed; the same integers as the reference.
+/// A is m rows of K = b.rows() values, `lda` (>= K) apart; C is m x b.cols(). With AVX2,
+/// tiles of 6 x 16 int32 accumulators fed by VPMADDWD; a portable loop otherwise. Threads
+/// (OpenMP) over blocks of rows when m * n * k >= XQ_INTEGER_GEMM_PARALLEL_THRESHOLD: the
+/// integers do not depend on the split.
+XQ_DECL void gemm_s16(std::size_t m, const std::int16_t* a, std::size_t lda, const packed_s16_matrix& b,
+                      const std::int32_t* bias, std::int32_t* c);
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/integer_gemm.ipp"
+#endif
