@@ -25,6 +25,7 @@
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/wrappers/quant_conv2d.hpp>
 #include <xquant/wrappers/quant_dense.hpp>
+#include <xtensor/xview.hpp>
 #include <xquant/xquant.hpp>
 
 namespace {
@@ -725,26 +726,57 @@ TEST_CASE("lower: a layer without an integer form is named", "[deploy][lower]") 
 }
 
 namespace {
-/// One image against itself at two scales of features: a cost volume, which ONNX has no operator for.
+/// One image against itself at two scales of features: a cost volume.
 template <class Conv = xq::conv2d, class Corr = xq::correlation, class Flat = xq::flatten, class Dense = xq::dense>
 struct self_cost {
   Conv a{xq::conv2d(4, 3)}, b{xq::conv2d(4, 3)};
   Corr cost{xq::correlation(1)};
   Flat flat;
-  Dense head{xq::dense(3)};
+  Dense head{xq::dense(4)};
   XQ_CHILDREN(a, b, cost, flat, head)
   xq::var operator()(const xq::var& x) { return head(flat(cost(a(x), b(x)))); }
 };
 }  // namespace
 
-TEST_CASE("lower and export: a layer ONNX has no operator for is named, with the reason", "[deploy][lower]") {
-  self_cost<> model;
-  xq::build(model, {1, 6, 6, 1});
-  auto twin = xq::quantize_model(model, xq::quantize_options{}, {1, 6, 6, 1});
-  CHECK_THROWS_WITH(xq::deploy::lower(twin, {6, 6, 1}),
-                    Catch::Contains("cost") && Catch::Contains("a correlation layer (ONNX has no correlation"));
-  CHECK_THROWS_WITH(xq::deploy::export_onnx(twin, {6, 6, 1}),
-                    Catch::Contains("cost") && Catch::Contains("a correlation layer (ONNX has no correlation"));
+TEST_CASE("lower: the correlation (cost volume) is an engine op, on integers or the simulation's floats",
+          "[deploy][lower][layers]") {
+  const xq::dataset data = quadrant_data(128, 41), test = quadrant_data(200, 42);
+  xq::tensor x = xt::view(data.inputs, xt::all(), xt::range(0, 6), xt::range(0, 6), xt::all());
+  xq::tensor t = xt::view(test.inputs, xt::all(), xt::range(0, 6), xt::range(0, 6), xt::all());
+  const xq::dataset small{x, data.targets};
+  for (bool quantized_maps : {true, false}) {
+    CAPTURE(quantized_maps);
+    xq::set_seed(5);
+    self_cost<> model;
+    xq::build(model, {1, 6, 6, 1});
+    xq::quantization_spec spec;
+    spec.add("a").add("b").add("head");
+    if (quantized_maps) spec.add("cost");  // both feature maps through their QDQ sites
+    auto qat = xq::quantize_model(model, xq::quantization_mode::partial, spec);
+    train(qat, small, 2, 5e-3f);
+    const auto engine = lower_with_float_bias(qat, {6, 6, 1});  // the convs land on the maps' grids exactly
+    INFO(engine.summary());
+    const xq::deploy::correlation_op* c = nullptr;
+    for (const auto& op : engine.ops)
+      if (auto* k = dynamic_cast<const xq::deploy::correlation_op*>(op.get())) c = k;
+    REQUIRE(c);
+    CHECK(c->input_scales.size() == (quantized_maps ? 2u : 0u));
+    CHECK(c->integer_output == quantized_maps);  // lands on the head's input grid through flatten
+    const auto report = xq::deploy::parity(qat, engine, t);
+    for (const auto& row : report.rows) {
+      CAPTURE(row.label);
+      if (row.label == "head input" && quantized_maps) {
+        // One rounding of the exact int32 sum against the simulation's float sum: at most
+        // one step, on values within a rounding of a grid boundary.
+        CHECK(row.share() >= 0.999);
+        CHECK(row.max_steps <= 1);
+      } else {
+        CHECK(row.share() == 1.0);
+      }
+    }
+    check_saves_and_loads(engine, t, "correlation.xqi");
+    check_slices(engine, t);
+  }
 }
 
 TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and foreign files",

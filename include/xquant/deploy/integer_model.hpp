@@ -22,6 +22,7 @@
 
 #include "engine/binary_ops.hpp"
 #include "engine/constant_op.hpp"
+#include "engine/correlation_op.hpp"
 #include "engine/elementwise_ops.hpp"
 #include "engine/float_function_ops.hpp"
 #include "engine/gather_op.hpp"

@@ -697,8 +697,35 @@ class lowering {
                    {simulated_kernel(r.recurrent_kernel, n.layer), weight_or_empty(r.bias)});
   }
 
-  void lower(std::size_t, const graph_node& n, const op::correlation&) {
-    throw argument_error(n.layer, "a layer the integer engine has", "a correlation (not lowered yet)");
+  /// The cost volume: int32 sums of the two maps' integers where both are on grids (their
+  /// quantization points), requantized onto the landing grid or float; else the
+  /// simulation's float volume.
+  void lower(std::size_t i, const graph_node& n, const op::correlation& c) {
+    std::size_t a = no_bits(value(n.inputs.at(0)), n.layer), b = no_bits(value(n.inputs.at(1)), n.layer);
+    auto op = std::make_unique<correlation_op>();
+    op->max_displacement = c.max_displacement;
+    engine_tensor out_meta = meta_of(value_kind::real);
+    const bool integers = meta_[a].kind == value_kind::integer && meta_[b].kind == value_kind::integer;
+    const quantization_grid* target = nullptr;
+    if (integers) {
+      op->input_scales = {meta_[a].scale, meta_[b].scale};
+      op->channels = g_.values[n.inputs[0]].shape.back();
+      const std::size_t landing = g_.decisions[i].lands_on;
+      if (landing != no_index) {
+        target = &std::get<op::quantize>(g_.nodes[landing].op).grid;
+        op->integer_output = true;
+        op->scheme = o_.requant;
+        op->out = integer_grid{target->scale[0], target->zero_point[0], target->qmin, target->qmax};
+        out_meta = integer_meta(*target);
+      }
+      op->prepare();
+    } else {
+      a = to_real(a, n.layer);
+      b = to_real(b, n.layer);
+    }
+    const std::size_t out = emit(std::move(op), n.layer, {a, b}, out_meta);
+    if (target) owner_[out] = *target;
+    map(n, out);
   }
 
   /// A lookup in the table the simulation uses: its quantizer's integers with a scale per

@@ -5,6 +5,7 @@
 #include "binary_gemm.ipp"
 #include "binary_ops.ipp"
 #include "constant_op.ipp"
+#include "correlation_op.ipp"
 #include "elementwise_ops.ipp"
 #include "engine_kernels.ipp"
 #include "engine_tensor.ipp"

@@ -10,6 +10,7 @@
 
 #include "../binary_ops.hpp"
 #include "../constant_op.hpp"
+#include "../correlation_op.hpp"
 #include "../elementwise_ops.hpp"
 #include "../float_function_ops.hpp"
 #include "../gather_op.hpp"
@@ -53,6 +54,7 @@ struct op_registry {
         {"concatenate", &concatenate_op::decode},
         {"gather", &gather_op::decode},
         {"constant", &constant_op::decode},
+        {"correlation", &correlation_op::decode},
     };
     for (const auto& e : engine_ops) decoders[e.first] = e.second;
     for (const std::string& f : real_function_op::functions()) decoders[f] = &real_function_op::decode;
