@@ -13,10 +13,12 @@
 #include <vector>
 
 #include <xquant/deploy/graph/build_graph.hpp>
+#include <xquant/deploy/integer_model_file.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
 #include <xquant/quantizers/calibrate.hpp>
 #include <xquant/xquant.hpp>
+#include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
 #include "deploy_models.hpp"
@@ -305,4 +307,50 @@ TEST_CASE("parity: labels must be one whole class index per image", "[deploy][gr
   CHECK_THROWS_WITH(xq::deploy::parity(model, engine, x, &rank2), Catch::Contains("rank 1"));
   const xq::tensor good = labels_of({0, 1, 2, 0}, {4});
   CHECK(xq::deploy::parity(model, engine, x, &good).samples == 4);
+}
+
+TEST_CASE("lower: two inputs and two outputs, saved and loaded, with parity", "[deploy][graph][lower]") {
+  xq::set_seed(4);
+  siamese<> model;
+  const xq::input_shapes shapes{{1, 6, 6, 1}, {1, 6, 6, 1}};
+  xq::build(model, shapes);
+  xq::quantize_options qo;
+  qo.mode = xq::quantization_mode::partial;
+  qo.spec.add("features").add("difference").add("sum");
+  auto qat = xq::quantize_model(model, qo, shapes);
+  xq::tensor a = xt::random::rand<float>({16, 6, 6, 1}), b = xt::random::rand<float>({16, 6, 6, 1});
+  {
+    const xq::training_mode training;
+    for (int i = 0; i < 2; ++i) qat(xq::var(a), xq::var(b));
+  }
+  const auto engine = xq::deploy::lower(qat, shapes);
+  CHECK(engine.input_values().size() == 2);
+  CHECK(engine.output_values().size() == 2);
+  const std::vector<xq::tensor> out = engine.run({a, b});
+  REQUIRE(out.size() == 2);
+  std::vector<xq::tensor> simulated;
+  {
+    const xq::no_grad nothing;
+    for (const xq::var& y : xq::call_model(qat, {xq::var(a), xq::var(b)})) simulated.push_back(y.value());
+  }
+  for (std::size_t k = 0; k < 2; ++k) {
+    CAPTURE(k);
+    REQUIRE(out[k].shape() == simulated[k].shape());
+    CHECK(xt::amax(xt::abs(out[k] - simulated[k]))() < 1e-5f);
+  }
+  const auto report = xq::deploy::parity(qat, engine, std::vector<xq::tensor>{a, b});
+  CHECK(report.rows.size() == 6);  // the extractor's input per call (2), the merges' inputs (4)
+  for (const auto& row : report.rows) {
+    CAPTURE(row.label);
+    CHECK(row.share() >= 0.999);  // the int32 bias: a value within half a step of a boundary may move
+  }
+  CHECK(report.output_elements == 2 * 16 * 6 * 6 * 4);
+  const std::vector<std::uint8_t> bytes = xq::deploy::encode_integer_model(engine);
+  const auto back = xq::deploy::decode_integer_model(bytes.data(), bytes.size(), "siamese.xqi");
+  CHECK(back.input_shapes() == engine.input_shapes());
+  const std::vector<xq::tensor> again = back.run({a, b});
+  CHECK(again[0] == out[0]);
+  CHECK(again[1] == out[1]);
+  CHECK_THROWS_WITH(engine.run(a), Catch::Contains("one input and one output"));
+  CHECK_THROWS_WITH(engine.run({a}), Catch::Contains("2 inputs"));
 }

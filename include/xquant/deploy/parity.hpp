@@ -53,11 +53,11 @@ struct parity_report {
 
 namespace detail {
 /// The compiled part of parity (parity.ipp).
-XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine, const tensor& images,
-                                   const tensor* labels, std::size_t batch);
+XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine,
+                                   const std::vector<tensor>& inputs, const tensor* labels, std::size_t batch);
 /// Adds one batch to `report` (compiled): the traced simulation pass and its output, the
 /// engine's tensors, the model's fake quantizers by path.
-XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
+XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const std::vector<tensor>& simulated,
                               const integer_model& engine, const std::vector<engine_tensor>& values,
                               const std::map<std::string, const quantizer_base*>& quantizers, const float* labels);
 }  // namespace detail
@@ -69,7 +69,16 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
 template <class Model>
 parity_report parity(Model& model, const integer_model& engine, const tensor& images,
                      const tensor* labels = nullptr, std::size_t batch = 500) {
-  return detail::parity_model(detail::handle_of(model), engine, images, labels, batch);
+  return detail::parity_model(detail::handle_of(model), engine, {images}, labels, batch);
+}
+
+/// The same for a model of several inputs (one batch each, the same N, in the model's
+/// order) or outputs: every output compared element by element, top-1 (and the labels) on
+/// the first.
+template <class Model>
+parity_report parity(Model& model, const integer_model& engine, const std::vector<tensor>& inputs,
+                     const tensor* labels = nullptr, std::size_t batch = 500) {
+  return detail::parity_model(detail::handle_of(model), engine, inputs, labels, batch);
 }
 
 }  // namespace xq::deploy

@@ -76,16 +76,30 @@ class integer_model {
   /// Tensors the ops number: at most 2 * ops + 1 (each op's output and the input, and a
   /// number left over where the lowering fused two ops into one).
   std::size_t value_count = 0;
+  /// The first input and output (the only ones of most models).
   std::size_t input_value = 0, output_value = 0;
   std::vector<std::size_t> input_shape;  ///< one sample, without the batch axis
+  /// A model of several inputs or outputs (a siamese pair, a flow network's two frames):
+  /// the others, in the model's order, each input with its sample shape. Empty for one each.
+  std::vector<std::size_t> other_input_values, other_output_values;
+  std::vector<std::vector<std::size_t>> other_input_shapes;
   requantization scheme = requantization::float_multiplier;
   std::vector<parity_point> parity_points;
 
+  /// Every input's tensor, every input's sample shape, every output's tensor, in order.
+  XQ_DECL std::vector<std::size_t> input_values() const;
+  XQ_DECL std::vector<std::vector<std::size_t>> input_shapes() const;
+  XQ_DECL std::vector<std::size_t> output_values() const;
+
   /// Runs the model on a float batch (N, input_shape...) and returns its output as
-  /// floats. argument_error for an input of another shape, or a model `check` refuses.
+  /// floats. argument_error for an input of another shape, for a model of several inputs
+  /// or outputs (see below), or a model `check` refuses.
   XQ_DECL tensor run(const tensor& x, const run_options& o = {}) const;
+  /// The same for any number of inputs (one batch each, the same N): every output.
+  XQ_DECL std::vector<tensor> run(const std::vector<tensor>& inputs, const run_options& o = {}) const;
   /// The same, keeping every tensor (the parity report reads them).
   XQ_DECL std::vector<engine_tensor> run_all(const tensor& x, const run_options& o = {}) const;
+  XQ_DECL std::vector<engine_tensor> run_all(const std::vector<tensor>& inputs, const run_options& o = {}) const;
   /// One line per op: kind, path, what it computes.
   XQ_DECL std::string summary() const;
   /// Bytes of weights and biases the engine holds.

@@ -71,18 +71,25 @@ class lowering {
   }
 
   integer_model run() {
-    if (g_.inputs.size() != 1 || g_.outputs.size() != 1)
-      throw argument_error("xq::deploy::lower", "a model with one input and one output (several: not lowered yet)",
-                           xq::detail::concat(g_.inputs.size(), " inputs and ", g_.outputs.size(), " outputs"));
-    const auto& in_shape = g_.values[g_.inputs[0]].shape;
-    model_.input_shape.assign(in_shape.begin() + 1, in_shape.end());
-    model_.input_value = add_value(meta_of(value_kind::real));
-    value_of_[g_.inputs[0]] = model_.input_value;
+    for (std::size_t k = 0; k < g_.inputs.size(); ++k) {
+      const auto& in_shape = g_.values[g_.inputs[k]].shape;
+      const std::vector<std::size_t> sample(in_shape.begin() + 1, in_shape.end());
+      const std::size_t v = add_value(meta_of(value_kind::real));
+      value_of_[g_.inputs[k]] = v;
+      if (k == 0) {
+        model_.input_shape = sample;
+        model_.input_value = v;
+      } else {
+        model_.other_input_shapes.push_back(sample);
+        model_.other_input_values.push_back(v);
+      }
+    }
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
       if (done_.count(i)) continue;
       lower_node(i);
     }
-    model_.output_value = value(g_.outputs[0]);
+    for (std::size_t k = 0; k < g_.outputs.size(); ++k)
+      (k == 0 ? model_.output_value : model_.other_output_values.emplace_back()) = value(g_.outputs[k]);
     model_.value_count = meta_.size();
     fuse_unit_conv_pools();
     return std::move(model_);
@@ -777,13 +784,18 @@ class lowering {
     map(n, emit(std::move(op), n.layer, {}, meta_of(value_kind::real)));
   }
 
+  bool is_model_output(std::size_t v) const {
+    const std::vector<std::size_t> outs = model_.output_values();
+    return std::find(outs.begin(), outs.end(), v) != outs.end();
+  }
+
   /// A float conv with a ±1 kernel (a BNN's stem) whose output only a max pool reads takes
   /// the pool in (real_linear_op::pooled): its full-size output is then never written.
   void fuse_unit_conv_pools() {
     auto& ops = model_.ops;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       auto* conv = dynamic_cast<real_linear_op*>(ops[i].get());
-      if (!conv || conv->pooled || !conv->unit_kernel() || conv->output == model_.output_value) continue;
+      if (!conv || conv->pooled || !conv->unit_kernel() || is_model_output(conv->output)) continue;
       std::size_t readers = 0, reader = 0;
       for (std::size_t j = i + 1; j < ops.size(); ++j)
         for (std::size_t in : ops[j]->inputs)

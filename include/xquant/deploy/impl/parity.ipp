@@ -31,7 +31,22 @@ inline parity_row& row_for(parity_report& r, const std::string& label) {
   return r.rows.back();
 }
 
-XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const tensor& simulated,
+/// Labels as parity reads them: one whole class index in [0, classes) per image.
+inline void check_labels(const tensor& labels, std::size_t images, std::size_t classes) {
+  if (labels.dimension() != 1)
+    throw argument_error("parity", "labels of rank 1 (one class index per image)",
+                         "labels of shape " + xq::detail::shape_string(labels.shape()));
+  if (labels.size() != images)
+    throw argument_error("parity", xq::detail::concat(images, " labels (one per image)"), xq::detail::concat(labels.size()));
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const float v = labels.data()[i];
+    if (!(v >= 0.0f) || !(v < float(classes)) || v != std::floor(v))
+      throw argument_error("parity", xq::detail::concat("class indices 0 to ", classes - 1),
+                           xq::detail::concat(v, " at label ", i));
+  }
+}
+
+XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, const std::vector<tensor>& simulated,
                               const integer_model& engine, const std::vector<engine_tensor>& values,
                               const std::map<std::string, const quantizer_base*>& quantizers, const float* labels) {
   // The k-th call of each path in this pass.
@@ -75,20 +90,28 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
       row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
     }
   }
-  // The outputs: elementwise and top-1 over the last axis.
-  const tensor ours = values.at(engine.output_value).to_real();
-  if (ours.size() != simulated.size())
-    throw argument_error("parity", xq::detail::concat(simulated.size(), " output elements (the simulation's)"),
-                         xq::detail::concat(ours.size()));
-  const std::size_t classes = simulated.shape().back(), n = simulated.size() / classes;
-  for (std::size_t i = 0; i < simulated.size(); ++i) {
-    const double d = std::fabs(double(simulated.data()[i]) - double(ours.data()[i]));
-    report.max_output_difference = std::max(report.max_output_difference, d);
-    ++report.output_elements;
-    if (d == 0) ++report.output_identical;
+  // The outputs: elementwise, and top-1 over the last axis of the first.
+  const std::vector<std::size_t> outs = engine.output_values();
+  if (outs.size() != simulated.size())
+    throw argument_error("parity", xq::detail::concat(simulated.size(), " outputs (the simulation's)"),
+                         xq::detail::concat(outs.size(), " in the engine"));
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const tensor ours = values.at(outs[k]).to_real();
+    if (ours.size() != simulated[k].size())
+      throw argument_error("parity", xq::detail::concat(simulated[k].size(), " elements of output ", k, " (the simulation's)"),
+                           xq::detail::concat(ours.size()));
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      const double d = std::fabs(double(simulated[k].data()[i]) - double(ours.data()[i]));
+      report.max_output_difference = std::max(report.max_output_difference, d);
+      ++report.output_elements;
+      if (d == 0) ++report.output_identical;
+    }
   }
+  const tensor& first = simulated.at(0);
+  const tensor ours = values.at(outs[0]).to_real();
+  const std::size_t classes = first.shape().back(), n = first.size() / classes;
   for (std::size_t s = 0; s < n; ++s) {
-    const float* a = simulated.data() + s * classes;
+    const float* a = first.data() + s * classes;
     const float* b = ours.data() + s * classes;
     const std::size_t ta = std::size_t(std::max_element(a, a + classes) - a);
     const std::size_t tb = std::size_t(std::max_element(b, b + classes) - b);
@@ -101,23 +124,8 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
   }
 }
 
-/// Labels as parity reads them: one whole class index in [0, classes) per image.
-inline void check_labels(const tensor& labels, std::size_t images, std::size_t classes) {
-  if (labels.dimension() != 1)
-    throw argument_error("parity", "labels of rank 1 (one class index per image)",
-                         "labels of shape " + xq::detail::shape_string(labels.shape()));
-  if (labels.size() != images)
-    throw argument_error("parity", xq::detail::concat(images, " labels (one per image)"), xq::detail::concat(labels.size()));
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const float v = labels.data()[i];
-    if (!(v >= 0.0f) || !(v < float(classes)) || v != std::floor(v))
-      throw argument_error("parity", xq::detail::concat("class indices 0 to ", classes - 1),
-                           xq::detail::concat(v, " at label ", i));
-  }
-}
-
-XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine, const tensor& images,
-                                   const tensor* labels, std::size_t batch) {
+XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& engine,
+                                   const std::vector<tensor>& inputs, const tensor* labels, std::size_t batch) {
   std::map<std::string, const quantizer_base*> quantizers;
   xq::detail::for_each_quantizer_ref(
       m.ref,
@@ -125,26 +133,38 @@ XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& e
       &quantizers);
   parity_report report;
   report.labelled = labels != nullptr;
-  const std::size_t n = images.dimension() ? images.shape()[0] : 0;
+  if (inputs.empty()) throw argument_error("parity", "at least one input batch", "none");
+  const std::size_t n = inputs[0].dimension() ? inputs[0].shape()[0] : 0;
+  for (const tensor& x : inputs)
+    if (!x.dimension() || x.shape()[0] != n)
+      throw argument_error("parity", xq::detail::concat("inputs of one batch size (", n, ")"),
+                           xq::detail::shape_string(x.shape()));
   xq::detail::set_paths(m.ref, "");
-  const std::size_t per_image = n ? images.size() / n : 0;
   if (batch == 0) batch = n ? n : 1;
   for (std::size_t start = 0; start < n; start += batch) {
     const std::size_t count = std::min(batch, n - start);
-    tensor::shape_type shape(images.shape().begin(), images.shape().end());
-    shape[0] = count;
-    tensor x = tensor::from_shape(shape);
-    std::copy(images.data() + start * per_image, images.data() + (start + count) * per_image, x.data());
+    std::vector<tensor> part;
+    for (const tensor& x : inputs) {
+      const std::size_t per_sample = x.size() / n;
+      tensor::shape_type shape(x.shape().begin(), x.shape().end());
+      shape[0] = count;
+      tensor p = tensor::from_shape(shape);
+      std::copy(x.data() + start * per_sample, x.data() + (start + count) * per_sample, p.data());
+      part.push_back(std::move(p));
+    }
     graph_trace trace;
-    tensor simulated;
+    std::vector<tensor> simulated;
     {
       const no_grad nothing_recorded;
       const training_mode inference(false);
-      simulated = m.call(m.model, var_list{var(x)}).at(0).value();
+      var_list in;
+      for (const tensor& p : part) in.emplace_back(p);
+      for (const var& y : m.call(m.model, in)) simulated.push_back(y.value());
     }
     const graph_trace idle;  // the quantizer calls below are not the simulation's pass
-    const std::vector<engine_tensor> values = engine.run_all(x);
-    if (labels && start == 0) check_labels(*labels, n, simulated.dimension() ? simulated.shape().back() : 0);
+    const std::vector<engine_tensor> values = engine.run_all(part);
+    if (labels && start == 0)
+      check_labels(*labels, n, simulated.at(0).dimension() ? simulated.at(0).shape().back() : 0);
     add_parity_batch(report, trace, simulated, engine, values, quantizers, labels ? labels->data() + start : nullptr);
   }
   return report;

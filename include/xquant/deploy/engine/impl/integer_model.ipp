@@ -24,29 +24,42 @@ XQ_DECL std::vector<engine_tensor> integer_model::check(std::size_t batch) const
   if (ops.size() > engine_limits::ops) throw argument_error(model, concat("at most ", engine_limits::ops, " ops"), concat(ops.size()));
   if (value_count == 0 || value_count > 2 * ops.size() + 1)
     throw argument_error(model, concat("1 to ", 2 * ops.size() + 1, " tensors (2 per op and the input)"), concat(value_count));
-  if (input_value >= value_count || output_value >= value_count)
-    throw argument_error(model, concat("input and output tensors among the ", value_count),
-                         concat("%", input_value, " and %", output_value));
-  if (input_shape.empty() || input_shape.size() >= engine_limits::rank)
-    throw argument_error(model, concat("an input shape of 1 to ", engine_limits::rank - 1, " axes"),
-                         xq::detail::shape_string(input_shape));
-  for (std::size_t d : input_shape)
-    if (d == 0 || d > (std::size_t(1) << 31))
-      throw argument_error(model, "input axes from 1 to 2^31", xq::detail::shape_string(input_shape));
+  const std::vector<std::size_t> ins = input_values(), outs = output_values();
+  const std::vector<std::vector<std::size_t>> shapes = input_shapes();
+  if (other_input_shapes.size() != other_input_values.size() || ins.size() > 64 || outs.size() > 64)
+    throw argument_error(model, "at most 64 inputs, each with a shape, and at most 64 outputs",
+                         concat(ins.size(), " inputs with ", shapes.size(), " shapes, ", outs.size(), " outputs"));
+  for (std::size_t v : ins)
+    if (v >= value_count) throw argument_error(model, concat("input tensors among the ", value_count), concat("%", v));
+  for (std::size_t v : outs)
+    if (v >= value_count) throw argument_error(model, concat("output tensors among the ", value_count), concat("%", v));
+  for (const auto& shape : shapes) {
+    if (shape.empty() || shape.size() >= engine_limits::rank)
+      throw argument_error(model, concat("an input shape of 1 to ", engine_limits::rank - 1, " axes"),
+                           xq::detail::shape_string(shape));
+    for (std::size_t d : shape)
+      if (d == 0 || d > (std::size_t(1) << 31))
+        throw argument_error(model, "input axes from 1 to 2^31", xq::detail::shape_string(shape));
+  }
   const std::uint64_t samples = std::max<std::size_t>(batch, 1);
   const std::uint64_t tensor_bound = detail::saturating_product(engine_limits::tensor_elements, samples);
   const std::uint64_t model_bound = detail::saturating_product(engine_limits::model_elements, samples);
   const std::uint64_t work_bound = detail::saturating_product(engine_limits::work, samples);
   std::vector<engine_tensor> values(value_count);
   std::vector<bool> defined(value_count, false);
-  engine_tensor& in = values[input_value];
-  in.shape = {batch};
-  in.shape.insert(in.shape.end(), input_shape.begin(), input_shape.end());
-  defined[input_value] = true;
-  std::uint64_t elements = detail::element_count(in.shape), work = 0;
-  if (elements > tensor_bound)
-    throw argument_error(model, concat("an input of at most ", engine_limits::tensor_elements, " elements per sample"),
-                         xq::detail::shape_string(input_shape));
+  std::uint64_t elements = 0, work = 0;
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    if (defined[ins[k]]) throw argument_error(model, "a tensor per input", concat("tensor %", ins[k], " twice"));
+    engine_tensor& in = values[ins[k]];
+    in.shape = {batch};
+    in.shape.insert(in.shape.end(), shapes[k].begin(), shapes[k].end());
+    defined[ins[k]] = true;
+    const std::uint64_t n = detail::element_count(in.shape);
+    if (n > tensor_bound)
+      throw argument_error(model, concat("an input of at most ", engine_limits::tensor_elements, " elements per sample"),
+                           xq::detail::shape_string(shapes[k]));
+    elements += n;
+  }
   std::vector<const engine_tensor*> args;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const lowered_op& op = *ops[i];
@@ -85,30 +98,64 @@ XQ_DECL std::vector<engine_tensor> integer_model::check(std::size_t batch) const
     values[op.output] = std::move(y);
     defined[op.output] = true;
   }
-  if (!defined[output_value]) throw argument_error(model, "an output computed by an op", concat("tensor %", output_value));
+  for (std::size_t v : outs)
+    if (!defined[v]) throw argument_error(model, "outputs computed by the ops", concat("tensor %", v));
   for (const parity_point& p : parity_points)
     if (p.value >= value_count || !defined[p.value])
       throw argument_error(model, "parity points on computed tensors", concat(p.label, " on tensor %", p.value));
   return values;
 }
 
-XQ_DECL std::vector<engine_tensor> integer_model::run_all(const tensor& x, const run_options& o) const {
-  if (x.dimension() != input_shape.size() + 1 ||
-      !std::equal(input_shape.begin(), input_shape.end(), x.shape().begin() + 1))
-    throw argument_error("integer_model::run",
-                         "an input of shape (N" + [&] {
-                           std::string s;
-                           for (std::size_t d : input_shape) s += ", " + std::to_string(d);
-                           return s;
-                         }() + ")",
-                         xq::detail::shape_string(x.shape()));
+XQ_DECL std::vector<std::size_t> integer_model::input_values() const {
+  std::vector<std::size_t> v{input_value};
+  v.insert(v.end(), other_input_values.begin(), other_input_values.end());
+  return v;
+}
+
+XQ_DECL std::vector<std::vector<std::size_t>> integer_model::input_shapes() const {
+  std::vector<std::vector<std::size_t>> v{input_shape};
+  v.insert(v.end(), other_input_shapes.begin(), other_input_shapes.end());
+  return v;
+}
+
+XQ_DECL std::vector<std::size_t> integer_model::output_values() const {
+  std::vector<std::size_t> v{output_value};
+  v.insert(v.end(), other_output_values.begin(), other_output_values.end());
+  return v;
+}
+
+namespace detail {
+inline std::string sample_shape_string(const std::vector<std::size_t>& s) {
+  std::string t = "(N";
+  for (std::size_t d : s) t += ", " + std::to_string(d);
+  return t + ")";
+}
+}  // namespace detail
+
+XQ_DECL std::vector<engine_tensor> integer_model::run_all(const std::vector<tensor>& inputs, const run_options& o) const {
+  const std::vector<std::vector<std::size_t>> shapes = input_shapes();
+  if (inputs.size() != shapes.size())
+    throw argument_error("integer_model::run", xq::detail::concat(shapes.size(), " inputs (the model's)"),
+                         xq::detail::concat(inputs.size()));
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const tensor& x = inputs[k];
+    if (x.dimension() != shapes[k].size() + 1 || !std::equal(shapes[k].begin(), shapes[k].end(), x.shape().begin() + 1) ||
+        (k && x.shape()[0] != inputs[0].shape()[0]))
+      throw argument_error("integer_model::run",
+                           "an input" + (inputs.size() > 1 ? xq::detail::concat(" ", k) : std::string()) + " of shape " +
+                               detail::sample_shape_string(shapes[k]) + (k ? " (the same N)" : ""),
+                           xq::detail::shape_string(x.shape()));
+  }
   // Every op's rule for this batch, before anything is computed: the kernels then only see
   // tensors of the kinds and shapes they accept, within engine_limits.
-  const std::vector<engine_tensor> expected = check(x.shape()[0]);
+  const std::vector<engine_tensor> expected = check(inputs[0].shape()[0]);
   std::vector<engine_tensor> values(value_count);
-  engine_tensor& in = values.at(input_value);
-  in.shape.assign(x.shape().begin(), x.shape().end());
-  in.real.assign(x.begin(), x.end());
+  const std::vector<std::size_t> ins = input_values();
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    engine_tensor& in = values.at(ins[k]);
+    in.shape.assign(inputs[k].shape().begin(), inputs[k].shape().end());
+    in.real.assign(inputs[k].begin(), inputs[k].end());
+  }
   for (const auto& op : ops) {
     op->run(values, o);
     // What the op computed is what its rule said (the next ops were checked against that).
@@ -122,24 +169,53 @@ XQ_DECL std::vector<engine_tensor> integer_model::run_all(const tensor& x, const
   return values;
 }
 
+XQ_DECL std::vector<engine_tensor> integer_model::run_all(const tensor& x, const run_options& o) const {
+  return run_all(std::vector<tensor>{x}, o);
+}
+
+/// One input and one output: the model's only ones (argument_error otherwise).
 XQ_DECL tensor integer_model::run(const tensor& x, const run_options& o) const {
-  const std::size_t n = x.dimension() ? x.shape()[0] : 0;
+  if (!other_input_values.empty() || !other_output_values.empty())
+    throw argument_error("integer_model::run",
+                         "a model of one input and one output (run(std::vector<tensor>) takes and gives several)",
+                         xq::detail::concat(1 + other_input_values.size(), " inputs, ", 1 + other_output_values.size(),
+                                            " outputs"));
+  return run(std::vector<tensor>{x}, o).front();
+}
+
+XQ_DECL std::vector<tensor> integer_model::run(const std::vector<tensor>& inputs, const run_options& o) const {
+  const std::vector<std::size_t> outs = output_values();
+  auto outputs_of = [&](const std::vector<engine_tensor>& values) {
+    std::vector<tensor> y;
+    for (std::size_t v : outs) y.push_back(values.at(v).to_real());
+    return y;
+  };
+  const std::size_t n = !inputs.empty() && inputs[0].dimension() ? inputs[0].shape()[0] : 0;
   const std::size_t slice = o.batch_slice ? o.batch_slice : 8;
   bool invariant = true;
   for (const auto& op : ops) invariant = invariant && op->batch_invariant();
-  if (n <= slice || !invariant || o.reference_kernels) return run_all(x, o).at(output_value).to_real();
-  const std::size_t per_sample = x.size() / n, slices = (n + slice - 1) / slice;
-  std::vector<engine_tensor> outputs(slices);
+  if (n <= slice || !invariant || o.reference_kernels) return outputs_of(run_all(inputs, o));
+  check(n);  // the inputs' shapes are checked by each slice's run_all; the model's bounds here
+  const std::size_t slices = (n + slice - 1) / slice;
+  std::vector<std::vector<tensor>> parts(slices);
   std::vector<std::exception_ptr> errors(slices);
   kernels::parallel_items(kernels::blas_has_thread_pool() ? 1 : kernels::max_threads(), slices, [&](std::size_t s0, std::size_t s1) {
     for (std::size_t s = s0; s < s1; ++s) {
       try {
         const std::size_t b0 = s * slice, b1 = std::min(n, b0 + slice);
-        std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
-        shape[0] = b1 - b0;
-        tensor part = tensor::from_shape(shape);
-        std::copy(x.data() + b0 * per_sample, x.data() + b1 * per_sample, part.data());
-        outputs[s] = std::move(run_all(part, o).at(output_value));
+        std::vector<tensor> in;
+        for (const tensor& x : inputs) {
+          if (!x.dimension() || x.shape()[0] != n)
+            throw argument_error("integer_model::run", xq::detail::concat("inputs of one batch (", n, ")"),
+                                 xq::detail::shape_string(x.shape()));
+          const std::size_t per_sample = x.size() / n;
+          std::vector<std::size_t> shape(x.shape().begin(), x.shape().end());
+          shape[0] = b1 - b0;
+          tensor part = tensor::from_shape(shape);
+          std::copy(x.data() + b0 * per_sample, x.data() + b1 * per_sample, part.data());
+          in.push_back(std::move(part));
+        }
+        parts[s] = outputs_of(run_all(in, o));
       } catch (...) {
         errors[s] = std::current_exception();
       }
@@ -147,13 +223,14 @@ XQ_DECL tensor integer_model::run(const tensor& x, const run_options& o) const {
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  std::vector<std::size_t> shape = outputs[0].shape;
-  shape[0] = n;
-  tensor y = tensor::from_shape(shape);
-  float* out = y.data();
-  for (const engine_tensor& part : outputs) {
-    const tensor r = part.to_real();
-    out = std::copy(r.begin(), r.end(), out);
+  std::vector<tensor> y;
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    std::vector<std::size_t> shape(parts[0][k].shape().begin(), parts[0][k].shape().end());
+    shape[0] = n;
+    tensor whole = tensor::from_shape(shape);
+    float* out = whole.data();
+    for (const auto& part : parts) out = std::copy(part[k].begin(), part[k].end(), out);
+    y.push_back(std::move(whole));
   }
   return y;
 }

@@ -155,6 +155,10 @@ XQ_DECL std::vector<std::uint8_t> encode_integer_model(const integer_model& m) {
   w.size("value_count", m.value_count);
   w.size("input_value", m.input_value);
   w.size("output_value", m.output_value);
+  w.sizes("other_input_values", m.other_input_values);
+  w.maps("other_input_shapes", m.other_input_shapes.size(),
+         [&](std::size_t k, op_writer& o) { o.sizes("shape", m.other_input_shapes[k]); });
+  w.sizes("other_output_values", m.other_output_values);
   w.maps("ops", m.ops.size(), [&](std::size_t i, op_writer& o) {
     const lowered_op& op = *m.ops[i];
     o.text("kind", op.kind());
@@ -198,6 +202,12 @@ XQ_DECL integer_model decode_integer_model(const std::uint8_t* data, std::size_t
   m.value_count = r.size("value_count", value_limit);
   m.input_value = r.size("input_value", value_limit);
   m.output_value = r.size("output_value", value_limit);
+  if (r.has("other_input_values")) {  // a model of several inputs or outputs
+    m.other_input_values = r.sizes("other_input_values", 64, value_limit);
+    for (const std::unique_ptr<op_reader>& o : r.maps("other_input_shapes", 64))
+      m.other_input_shapes.push_back(o->sizes("shape", engine_limits::rank - 1, std::uint64_t(1) << 31));
+    m.other_output_values = r.sizes("other_output_values", 64, value_limit);
+  }
   for (const std::unique_ptr<op_reader>& o : r.maps("ops", engine_limits::ops)) {
     const std::string kind = o->text("kind");
     const op_decoder decode = find_op_decoder(kind);
