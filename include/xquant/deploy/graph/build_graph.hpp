@@ -26,6 +26,7 @@
 #include "../../config.hpp"
 #include "../../core/graph_trace.hpp"
 #include "../../core/layer_ref.hpp"
+#include "../../core/layer_traits.hpp"
 #include "../../core/model.hpp"
 #include "../../core/model_call.hpp"
 #include "../../core/var.hpp"
@@ -57,7 +58,9 @@ model_handle handle_of(Model& m) {
   a.collect_forms = [](void* p, form_table& forms) {
     for_each_layer(*static_cast<Model*>(p), [&](const auto& l) {
       using L = std::decay_t<decltype(l)>;
-      if constexpr (has_deploy_form_v<L> || !has_children_v<L>) forms[l.path()] = form_of(l);
+      // no_quantizer (a Larq layer's "None" slot) is no layer: no path, nothing to deploy.
+      if constexpr (!is_no_quantizer_v<L> && (has_deploy_form_v<L> || !has_children_v<L>))
+        forms[l.path()] = form_of(l);
     });
   };
   return a;
