@@ -5,7 +5,7 @@
         --expected OUT=expected.npy [--expected ...] [--step OUT=SCALE_OR_NPY ...]
         [--min-share 0.9999] [--top1] [--min-top1 SHARE] [--report out.json]
         [--save-optimized PATH] [--paths reference,optimized] [--labels OUT=labels.npy]
-        [--exact-integers] [--allow [PATH:]OUT=COUNT[@STEPS] ...]
+        [--exact-integers] [--allow [PATH:]OUT=COUNT[@STEPS] ...] [--save-outputs DIR]
 
 1. `onnx.checker.check_model(onnx.load(MODEL), full_check=True)` (shape inference included).
 2. onnxruntime on CPUExecutionProvider, twice (an input whose .npy type differs from the
@@ -31,6 +31,9 @@
    most the COUNT its --allow grants (each by at most STEPS, default 1), for every path or
    only for PATH (reference, optimized). Each allowance is a documented exception: the
    report counts the differing elements and their steps either way.
+   --save-outputs DIR writes what onnxruntime computed for each --expected output as
+   DIR/<path>.<output>.npy (characters other than letters, digits, '.', '-' and '_' as '_'),
+   for a caller that scores them itself (an end-point error, say).
 
 Exit status: 0 when the checker passes and every share (and top-1 share, with --min-top1)
 is at least the minimum; 1 when the checker fails or a share is below it; 2 for a usage
@@ -192,6 +195,7 @@ def main(argv=None):
                     help="class indices: also report the accuracy of OUT's argmax (last axis) on each path")
     ap.add_argument("--exact-integers", action="store_true",
                     help="integer outputs without --step: every element equal, but for the --allow exceptions")
+    ap.add_argument("--save-outputs", metavar="DIR", help="write onnxruntime's outputs as DIR/<path>.<output>.npy")
     ap.add_argument("--allow", action="append", metavar="[PATH:]OUT=COUNT[@STEPS]",
                     help="with --exact-integers: up to COUNT elements of OUT may differ, each by <= STEPS (default 1)")
     args = ap.parse_args(argv)
@@ -317,6 +321,11 @@ def main(argv=None):
             report["paths"][path_name] = {"error": str(e)}
             return finish(1)
         results = {}
+        if args.save_outputs:
+            os.makedirs(args.save_outputs, exist_ok=True)
+            for name in names:
+                safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)
+                np.save(os.path.join(args.save_outputs, f"{path_name}.{safe}.npy"), got[name])
         for name in names:
             g, w = got[name], wants[name]
             if g.shape != w.shape:

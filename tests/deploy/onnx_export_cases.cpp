@@ -877,7 +877,12 @@ int run(const run_args& a) {
       std::cout << a.name << ": SKIPPED: the deploy graph cannot take LSQ's grid yet: " << e.what() << "\n";
       return 77;
     }
-    return check(model, a, test, eo, 1e-3, 0.99, "reference,optimized", true);
+    // Against the simulation (the old lowering reads fake_quantizer only), the logits within
+    // 5 steps of the head's input times its kernel, as user_layer.
+    auto& head = model.template get<4>();
+    const double s_in = head.input_quantizer.scale()->value.data()[0];
+    const double w = xt::amax(xt::abs(head.float_layer().kernel()->value))();
+    return check(model, a, test, eo, 5.0 * s_in * w, 0.99, "reference,optimized", true);
   }
   std::cerr << "onnx_export_cases: unknown case \"" << a.name << "\"\n";
   return 2;

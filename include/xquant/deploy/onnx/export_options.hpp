@@ -26,7 +26,9 @@ struct export_options {
   /// Also output every quantized activation (the Q node's integers, after any Clip), named
   /// "q:<label>" with the quantization point's label ("block/conv input", "mix input 1
   /// (call 2)"): onnxruntime's integers can then be compared with the integer engine's and
-  /// the simulation's point by point. Spatial ones are NCHW.
+  /// the simulation's point by point. Spatial ones are NCHW. Each quantized use of a weight
+  /// tied between layers (whose integers QuantizeLinear makes in the file) too, named
+  /// "q:<its kernel quantizer>", in the weight's own layout.
   bool expose_quantized = false;
   /// A layer called more than once (a shared feature extractor) keeps one copy of its
   /// kernel and bias initializers, used by each call site's nodes — the model as written;

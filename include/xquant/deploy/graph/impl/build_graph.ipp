@@ -56,7 +56,7 @@ XQ_DECL std::vector<std::vector<std::size_t>> checked_shapes(const input_shapes&
   return out;
 }
 
-value_id graph_building::value(const variable_state* s, const std::string& who) {
+XQ_DECL value_id graph_building::value(const variable_state* s, const std::string& who) {
   const auto it = value_of.find(s);
   if (it != value_of.end()) return it->second;
   if (!constants.count(s))
@@ -68,7 +68,7 @@ value_id graph_building::value(const variable_state* s, const std::string& who) 
   return value_of[s] = v;
 }
 
-std::string graph_building::label(std::size_t i, std::size_t input, bool output) const {
+XQ_DECL std::string graph_building::label(std::size_t i, std::size_t input, bool output) const {
   const traced_call& c = trace->calls()[i];
   std::string l = (c.function ? "xq::ops::" + c.type : c.path) + (output ? " output" : " input");
   if (!output && input) l += " " + std::to_string(input);
@@ -76,7 +76,7 @@ std::string graph_building::label(std::size_t i, std::size_t input, bool output)
   return l;
 }
 
-value_id graph_building::quantize(value_id v, const quantizer_base& q, const tensor& traced, std::size_t i,
+XQ_DECL value_id graph_building::quantize(value_id v, const quantizer_base& q, const tensor& traced, std::size_t i,
                                   std::size_t input, bool output) {
   if (!q.enabled() || !q.fake_quant_enabled()) return v;
   if (!options.allow_uncalibrated && !has_seen_data(q))
@@ -98,7 +98,7 @@ value_id graph_building::quantize(value_id v, const quantizer_base& q, const ten
   return graph.add_node(std::move(p), {v}, shape, q.path(), q.kind(), occurrence[i]);
 }
 
-std::size_t graph_building::weight_index(const parameter_ptr& p, const std::string& layer) {
+XQ_DECL std::size_t graph_building::weight_index(const parameter_ptr& p, const std::string& layer) {
   auto it = weight_of.find(p.get());
   if (it == weight_of.end()) {
     graph_weight w;
