@@ -31,6 +31,13 @@ const xq::onnx::node& producer(const xq::onnx::model& m, const std::string& name
   return *n;
 }
 
+/// The type of initializer `name` (which must exist).
+xq::onnx::data_type m_type(const xq::onnx::model& m, const std::string& name) {
+  const xq::onnx::tensor_data* t = m.graph.find_initializer(name);
+  REQUIRE(t != nullptr);
+  return t->type;
+}
+
 /// A narrow int8 grid of one scale.
 xq::quantization_grid narrow_grid(float scale) {
   xq::quantization_grid g;
@@ -215,4 +222,79 @@ TEST_CASE("export_onnx: an unbuilt model and a never-calibrated twin are refused
   o.graph.allow_uncalibrated = true;
   const xq::onnx::model m = dp::export_onnx(twin, {6, 6, 1}, o);
   CHECK(count_ops(m, "QuantizeLinear") == 2);
+}
+
+namespace {
+
+/// x (1, 2) -> a dense layer (2 -> 3) whose kernel is on `grid`, its integers `q`.
+dp::deploy_graph dense_graph(const xq::quantization_grid& grid, const std::vector<std::int32_t>& q) {
+  dp::deploy_graph g;
+  const dp::value_id x = g.add_value({1, 2}, "x");
+  g.inputs = {x};
+  g.input_names = {"input"};
+  dp::graph_weight w;
+  w.name = "dense/kernel";
+  w.value = xq::tensor::from_shape({2, 3});
+  for (std::size_t i = 0; i < 6; ++i)
+    w.value.data()[i] = float(q[i] - grid.zero_point[grid.channels() == 1 ? 0 : i % 3]) * grid.scale[grid.channels() == 1 ? 0 : i % 3];
+  w.layers = {"dense"};
+  g.weights.push_back(w);
+  dp::op::linear l;
+  l.kernel.weight = 0;
+  l.kernel.quantized = true;
+  l.kernel.q.grid = grid;
+  l.kernel.q.integers = q;
+  l.kernel.q.dequantized = w.value;
+  l.kernel.q.quantizer = "dense/kernel_quantizer";
+  const dp::value_id y = g.add_node(l, {x}, {1, 3}, "dense", "dense", 0);
+  g.outputs = {y};
+  g.output_names = {"output"};
+  dp::decide(g);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("export_graph: kernels int4 from opset 21, uint8 grids shifted onto int8, float_qdq's Q -> DQ",
+          "[deploy][onnx]") {
+  xq::quantization_grid four = narrow_grid(0.25f);
+  four.qmin = -7;
+  four.qmax = 7;
+  four.num_bits = 4;
+  const dp::deploy_graph g4 = dense_graph(four, {-7, -3, 0, 1, 5, 7});
+  dp::export_options o;
+  CHECK(m_type(dp::export_graph(g4, o), "dense/kernel") == xq::onnx::data_type::int8);
+  o.opset = 21;
+  const xq::onnx::model m21 = dp::export_graph(g4, o);
+  xq::onnx::validate(m21);
+  CHECK(m_type(m21, "dense/kernel") == xq::onnx::data_type::int4);
+  CHECK(m21.graph.find_initializer("dense/kernel")->integer_values() == std::vector<std::int64_t>{-7, -3, 0, 1, 5, 7});
+
+  // tfmot's FakeQuant kernels: uint8 [1, 255] around a zero point, per channel; int8 with
+  // the integers and the zero points moved by -128 (the same reals out of DQ).
+  xq::quantization_grid u8;
+  u8.scale = {0.1f, 0.2f, 0.3f};
+  u8.zero_point = {120, 128, 140};
+  u8.qmin = 1;
+  u8.qmax = 255;
+  u8.per_channel = true;
+  u8.channel_axis = -1;
+  const dp::deploy_graph gu = dense_graph(u8, {1, 128, 255, 200, 60, 140});
+  const xq::onnx::model mu = dp::export_graph(gu);
+  xq::onnx::validate(mu);
+  CHECK(mu.graph.find_initializer("dense/kernel")->integer_values() == std::vector<std::int64_t>{-127, 0, 127, 72, -68, 12});
+  CHECK(mu.graph.find_initializer("dense/kernel/zero_point")->integer_values() == std::vector<std::int64_t>{-8, 0, 12});
+  const xq::onnx::node& dq = producer(mu, producer(mu, "dense").inputs[1]);
+  CHECK(dq.op_type == "DequantizeLinear");
+  REQUIRE(dq.find_attribute("axis") != nullptr);
+  CHECK(dq.find_attribute("axis")->i == 1);
+
+  // NVIDIA's layout: the float kernel, QuantizeLinear, DequantizeLinear; a grid with a zero
+  // point is refused, naming its quantizer.
+  dp::export_options nvidia;
+  nvidia.weight_layout = dp::onnx_weight_layout::float_qdq;
+  const xq::onnx::model mf = dp::export_graph(g4, nvidia);
+  CHECK(m_type(mf, "dense/kernel") == xq::onnx::data_type::float32);
+  CHECK(producer(mf, producer(mf, producer(mf, "dense").inputs[1]).inputs[0]).op_type == "QuantizeLinear");
+  CHECK_THROWS_WITH(dp::export_graph(gu, nvidia), Contains("dense/kernel_quantizer") && Contains("symmetric"));
 }
