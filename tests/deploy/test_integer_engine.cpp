@@ -737,7 +737,7 @@ struct self_cost {
 };
 }  // namespace
 
-TEST_CASE("lower names a layer it has no integer form for, with the reason; export writes the correlation",
+TEST_CASE("lower names a layer it has no integer form for, with the reason, and export writes the correlation",
           "[deploy][lower]") {
   self_cost<> model;
   xq::build(model, {1, 6, 6, 1});
