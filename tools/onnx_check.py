@@ -5,6 +5,7 @@
         --expected OUT=expected.npy [--expected ...] [--step OUT=SCALE_OR_NPY ...]
         [--min-share 0.9999] [--top1] [--min-top1 SHARE] [--report out.json]
         [--save-optimized PATH] [--paths reference,optimized] [--labels OUT=labels.npy]
+        [--exact-integers] [--allow [PATH:]OUT=COUNT[@STEPS] ...] [--save-outputs DIR]
 
 1. `onnx.checker.check_model(onnx.load(MODEL), full_check=True)` (shape inference included).
 2. onnxruntime on CPUExecutionProvider, twice (an input whose .npy type differs from the
@@ -25,6 +26,14 @@
    --top1 also reports the share of rows whose argmax along the last axis is the same;
    --labels OUT=labels.npy the accuracy of OUT's argmax (and of the expected values').
    --paths runs only the reference or the optimized path (default both).
+   --exact-integers: every integer output without --step is checked in integer steps, not
+   by share: it passes when no element differs, or when the elements that differ are at
+   most the COUNT its --allow grants (each by at most STEPS, default 1), for every path or
+   only for PATH (reference, optimized). Each allowance is a documented exception: the
+   report counts the differing elements and their steps either way.
+   --save-outputs DIR writes what onnxruntime computed for each --expected output as
+   DIR/<path>.<output>.npy (characters other than letters, digits, '.', '-' and '_' as '_'),
+   for a caller that scores them itself (an end-point error, say).
 
 Exit status: 0 when the checker passes and every share (and top-1 share, with --min-top1)
 is at least the minimum; 1 when the checker fails or a share is below it; 2 for a usage
@@ -84,6 +93,27 @@ def load_step(np, text):
     if not os.path.isfile(text):
         raise SystemExit(usage_error(f"--step {text!r} is neither a number nor a .npy file"))
     return np.load(text).astype(np.float64), text
+
+
+def parse_allowances(values):
+    """--allow [PATH:]OUT=COUNT[@STEPS]: {(path or None, OUT): (COUNT, STEPS)}."""
+    allowed = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        path, colon, out = key.partition(":")
+        if not colon or path not in ("reference", "optimized"):
+            path, out = None, key
+        count, at, steps = value.partition("@")
+        try:
+            allowance = (int(count), int(steps) if at else 1)
+        except ValueError:
+            raise SystemExit(usage_error(f"--allow wants [PATH:]OUT=COUNT[@STEPS], given {item!r}"))
+        if not out or allowance[0] < 0 or allowance[1] < 1:
+            raise SystemExit(usage_error(f"--allow wants [PATH:]OUT=COUNT[@STEPS], given {item!r}"))
+        if (path, out) in allowed:
+            raise SystemExit(usage_error(f"--allow {key} given twice"))
+        allowed[(path, out)] = allowance
+    return allowed
 
 
 def compare(np, got, want, step, max_listed=5):
@@ -163,11 +193,19 @@ def main(argv=None):
                     help="which onnxruntime paths to run: reference, optimized or both (default both)")
     ap.add_argument("--labels", action="append", metavar="OUT=FILE.npy",
                     help="class indices: also report the accuracy of OUT's argmax (last axis) on each path")
+    ap.add_argument("--exact-integers", action="store_true",
+                    help="integer outputs without --step: every element equal, but for the --allow exceptions")
+    ap.add_argument("--save-outputs", metavar="DIR", help="write onnxruntime's outputs as DIR/<path>.<output>.npy")
+    ap.add_argument("--allow", action="append", metavar="[PATH:]OUT=COUNT[@STEPS]",
+                    help="with --exact-integers: up to COUNT elements of OUT may differ, each by <= STEPS (default 1)")
     args = ap.parse_args(argv)
     chosen = [p.strip() for p in args.paths.split(",") if p.strip()]
     if not chosen or any(p not in ("reference", "optimized") for p in chosen):
         return usage_error(f"--paths {args.paths}: expected reference, optimized or both, comma-separated")
     labels = parse_pairs(args.labels, "--labels")
+    allowances = parse_allowances(args.allow)
+    if allowances and not args.exact_integers:
+        return usage_error("--allow needs --exact-integers")
 
     inputs = parse_pairs(args.input, "--input")
     expected = parse_pairs(args.expected, "--expected")
@@ -180,6 +218,9 @@ def main(argv=None):
     for name in labels:
         if name not in expected:
             return usage_error(f"--labels {name}: not an --expected output")
+    for _, name in allowances:
+        if name not in expected or name in steps:
+            return usage_error(f"--allow {name}: not an --expected output compared in integer steps (no --step)")
     for path in [args.model] + list(inputs.values()) + list(expected.values()) + list(labels.values()):
         if not os.path.isfile(path):
             return usage_error(f"{path}: no such file")
@@ -198,6 +239,7 @@ def main(argv=None):
                      "python": sys.version.split()[0]},
         "cpu_vnni": vnni,
         "min_share": args.min_share,
+        "exact_integers": args.exact_integers,
         "checker": None,
         "paths": {},
         "passed": False,
@@ -279,6 +321,11 @@ def main(argv=None):
             report["paths"][path_name] = {"error": str(e)}
             return finish(1)
         results = {}
+        if args.save_outputs:
+            os.makedirs(args.save_outputs, exist_ok=True)
+            for name in names:
+                safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)
+                np.save(os.path.join(args.save_outputs, f"{path_name}.{safe}.npy"), got[name])
         for name in names:
             g, w = got[name], wants[name]
             if g.shape != w.shape:
@@ -298,8 +345,20 @@ def main(argv=None):
                 r["accuracy"] = float((predicted == label_values[name].astype(np.int64)).mean())
                 r["expected_accuracy"] = float(
                     (np.argmax(w.reshape(-1, w.shape[-1]), axis=1) == label_values[name].astype(np.int64)).mean())
-            r["passed"] = r["share"] >= args.min_share and not (
-                args.min_top1 is not None and r.get("top1_share") is not None and r["top1_share"] < args.min_top1)
+            if args.exact_integers and r["rule"] == "exact":
+                # Integer steps: every element equal but for a documented, counted exception.
+                count, max_steps = allowances.get((path_name, name), allowances.get((None, name), (0, 0)))
+                d = np.abs(g.astype(np.int64) - w.astype(np.int64)).reshape(-1)
+                steps_hist = {int(k): int(v) for k, v in zip(*np.unique(d[d > 0], return_counts=True))}
+                r["rule"] = "integers"
+                r["differing"] = int((d > 0).sum())
+                r["steps"] = steps_hist
+                r["allowed"] = {"count": count, "steps": max_steps}
+                r["max_diff_in_steps"] = float(d.max()) if d.size else 0.0
+                r["passed"] = r["differing"] <= count and (r["differing"] == 0 or int(d.max()) <= max_steps)
+            else:
+                r["passed"] = r["share"] >= args.min_share and not (
+                    args.min_top1 is not None and r.get("top1_share") is not None and r["top1_share"] < args.min_top1)
             failed = failed or not r["passed"]
             results[name] = r
             rows.append((path_name, name, r))
@@ -311,7 +370,9 @@ def main(argv=None):
     table = [header]
     for path_name, name, r in rows:
         table.append((path_name, name, r["dtype"], "x".join(map(str, r["shape"])) or "scalar",
-                      r["rule"] + (f" {r['step']}" if r["step"] is not None else ""),
+                      r["rule"] + (f" {r['step']}" if r["step"] is not None else "") +
+                      (f" (allow {r['allowed']['count']}@{r['allowed']['steps']}: differ {r['differing']}"
+                       f"{' ' + str(r['steps']) if r['steps'] else ''})" if r["rule"] == "integers" else ""),
                       f"{r['within']}/{r['elements']}", f"{r['share']:.6f}",
                       f"{r['max_diff_in_steps']:.3g} ({r['max_abs_diff']:.3g})",
                       "-" if r.get("top1_share") is None else f"{r['top1_share']:.4f}",

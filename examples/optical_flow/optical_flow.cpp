@@ -9,11 +9,15 @@
 // and, as a control, a float copy trained on for as many epochs at the same rate (so that
 // the int8 figures compare with a model trained as long). It prints the end-point error
 // (EPE, pixels) of each on held-out pairs, and the ranges the two calls of the extractor saw.
+// The per-call-site model leaves as an ONNX file of two inputs (its correlations in
+// standard operators), which onnxruntime runs on the test pairs when given a Python with
+// it: its EPE, and how far its flows are from the simulation's.
 //
 //   optical_flow              full mode: 60,000 training pairs, 6 float + 2 QAT epochs
 //   optical_flow --quick      12,000 pairs, 2 + 1 epochs
 //   options: --epochs N  --qat-epochs N  --train-size N  --test-size N  --batch N
 //            --seed N  --data DIR (Fashion-MNIST's IDX files)
+//            --export-dir DIR (default optical_flow_export)  --onnxruntime PYTHON
 //
 // It ends with one line:
 //   optical_flow float_epe=<e> float_continued_epe=<c> int8_shared_epe=<s> int8_per_call_site_epe=<p>
@@ -21,7 +25,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <stdexcept>
@@ -31,6 +38,8 @@
 #include <xquant/core/clone.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
+#include <xquant/deploy/export_onnx.hpp>
+#include <xquant/io/npy.hpp>
 #include <xquant/io/fashion_mnist.hpp>
 #include <xquant/quantizers/model_quantizers.hpp>
 #include <xquant/summary/print_summary.hpp>
@@ -45,12 +54,18 @@
 #include "flow_data.hpp"
 #include "flow_net.hpp"
 
+#ifndef XQ_ONNX_CHECK
+#define XQ_ONNX_CHECK "tools/onnx_check.py"
+#endif
+
 namespace {
 
 struct options {
   std::size_t epochs = 6, qat_epochs = 2, train_size = 60000, test_size = 5000, batch = 32;
   unsigned seed = 1;
   std::string data;
+  std::string export_dir = "optical_flow_export";  ///< where the ONNX file and its inputs go
+  std::string onnx_python;                         ///< a Python with onnx and onnxruntime
 };
 
 options parse(int argc, char** argv) {
@@ -68,6 +83,8 @@ options parse(int argc, char** argv) {
     else if (a == "--batch") o.batch = std::stoul(next());
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
     else if (a == "--data") o.data = next();
+    else if (a == "--export-dir") o.export_dir = next();
+    else if (a == "--onnxruntime") o.onnx_python = next();
     else return false;
     return true;
   }, " (see the comment at the top of optical_flow.cpp)");
@@ -117,6 +134,44 @@ std::map<std::string, std::pair<float, float>> extractor_input_ranges(Twin& q) {
       out[p] = {fq.min().front(), fq.max().front()};
   });
   return out;
+}
+
+/// `qat` as ONNX (inputs frame_1, frame_2; output flow) in o.export_dir with the test pairs,
+/// their flows and the simulation's; given a Python with onnxruntime, runs the file on the
+/// pairs (tools/onnx_check.py, its optimized path) and prints its EPE and its distance from
+/// the simulation's flows.
+template <class Twin>
+void export_and_run(Twin& qat, const xq::input_shapes& shapes, const xq::dataset& test, const options& o) {
+  std::filesystem::create_directories(o.export_dir);
+  const std::string base = o.export_dir + "/optical_flow";
+  xq::deploy::export_options eo;
+  eo.input_names = {"frame_1", "frame_2"};
+  eo.output_names = {"flow"};
+  xq::deploy::export_onnx(qat, shapes, base + ".onnx", eo);
+  xq::io::save_npy(base + ".frame_1.npy", test.input(0));
+  xq::io::save_npy(base + ".frame_2.npy", test.input(1));
+  const xq::tensor simulated = xq::predict(qat, std::vector<xq::tensor>{test.input(0), test.input(1)}, 500).at(0);
+  xq::io::save_npy(base + ".simulated.npy", simulated);
+  std::printf("onnx: wrote %s.onnx\n", base.c_str());
+  if (o.onnx_python.empty()) {
+    std::printf("onnx: onnxruntime not run (give --onnxruntime PYTHON)\n");
+    return;
+  }
+  const std::string cmd = "'" + o.onnx_python + "' '" XQ_ONNX_CHECK "' '" + base + ".onnx' --input frame_1='" + base +
+                          ".frame_1.npy' --input frame_2='" + base + ".frame_2.npy' --expected flow='" + base +
+                          ".simulated.npy' --step flow=0.01 --min-share 0 --paths optimized --save-outputs '" +
+                          o.export_dir + "/onnxruntime'";
+  if (std::system(cmd.c_str()) != 0) {
+    std::printf("onnx: the onnxruntime check failed (see above)\n");
+    return;
+  }
+  const xq::tensor flow = xq::io::load_npy(o.export_dir + "/onnxruntime/optimized.flow.npy");
+  double farthest = 0;
+  for (std::size_t i = 0; i < flow.size(); ++i)
+    farthest = std::max(farthest, double(std::fabs(flow.data()[i] - simulated.data()[i])));
+  std::printf("optical_flow onnxruntime_epe=%.4f simulated_epe=%.4f max_flow_difference=%.4g px (per_call_site, "
+              "onnxruntime's optimized path)\n",
+              flow::end_point_error(flow, test.targets), flow::end_point_error(simulated, test.targets), farthest);
 }
 
 }  // namespace
@@ -187,6 +242,7 @@ int main(int argc, char** argv) try {
                 100.0 * (after / control_epe - 1.0), rate, seconds_since(tv));
     for (const auto& [path, range] : extractor_input_ranges(qat))
       std::printf("    %s: [%.4f, %.4f]\n", path.c_str(), range.first, range.second);
+    if (per_call_site) export_and_run(qat, shapes, test_set, o);
   }
 
   double worst = -1.0;  // the largest relative change, negative when every int8 model beats float

@@ -777,6 +777,20 @@ TEST_CASE("lower: the correlation (cost volume) is an engine op, on integers or 
     check_saves_and_loads(engine, t, "correlation.xqi");
     check_slices(engine, t);
   }
+
+TEST_CASE("export: the correlation in standard operators; an uncalibrated twin only when asked", "[deploy][onnx]") {
+  self_cost<> model;
+  xq::build(model, {1, 6, 6, 1});
+  auto twin = xq::quantize_model(model, xq::quantize_options{}, {1, 6, 6, 1});
+  // onnxruntime checks the volume itself (onnx.export_correlation*); here, its form.
+  CHECK_THROWS_WITH(xq::deploy::export_onnx(twin, {6, 6, 1}), Catch::Contains("never did"));
+  xq::deploy::export_options eo;
+  eo.graph.allow_uncalibrated = true;
+  const xq::onnx::model m = xq::deploy::export_onnx(twin, {6, 6, 1}, eo);
+  std::size_t sums = 0;
+  for (const auto& n : m.graph.nodes) sums += n.op_type == "ReduceSum";
+  CHECK(sums == 1);
+}
 }
 
 TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and foreign files",

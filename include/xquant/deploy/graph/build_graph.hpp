@@ -26,6 +26,7 @@
 #include "../../config.hpp"
 #include "../../core/graph_trace.hpp"
 #include "../../core/layer_ref.hpp"
+#include "../../core/layer_traits.hpp"
 #include "../../core/model.hpp"
 #include "../../core/model_call.hpp"
 #include "../../core/var.hpp"

@@ -29,6 +29,12 @@ namespace xq::deploy {
 /// Fills `g.decisions` (see the file comment).
 XQ_DECL void decide(deploy_graph& g);
 
+/// The quantization point (a quantize node) whose integers value `v` holds: `v` is its
+/// output, or was made from it by single-input ops that commute with rounding (relu, max
+/// pooling, reshapes, layout moves), which keep the integers on its grid. no_index: none.
+/// What a linear op's bias can be rounded onto (int32 at s_in * s_w).
+XQ_DECL std::size_t quantized_by(const deploy_graph& g, value_id v);
+
 /// Whether two grids are the same integers for the same reals (scale, zero point, range,
 /// element kind and granularity).
 XQ_DECL bool same_grid(const quantization_grid& a, const quantization_grid& b) noexcept;

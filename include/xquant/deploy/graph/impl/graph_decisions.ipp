@@ -15,6 +15,15 @@ XQ_DECL bool same_grid(const quantization_grid& a, const quantization_grid& b) n
          a.per_channel == b.per_channel && a.num_bits == b.num_bits;
 }
 
+XQ_DECL std::size_t quantized_by(const deploy_graph& g, value_id v) {
+  for (std::size_t p = g.producer(v); p != no_index; p = g.producer(g.nodes[p].inputs[0])) {
+    const graph_node& n = g.nodes[p];
+    if (std::holds_alternative<op::quantize>(n.op)) return p;
+    if (n.inputs.size() != 1 || !commutes_with_rounding(n.op)) return no_index;
+  }
+  return no_index;
+}
+
 namespace detail {
 
 /// Whether integers on a grid pass op `o` and stay on it, for landing purposes: the ops

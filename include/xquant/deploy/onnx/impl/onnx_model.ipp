@@ -1,6 +1,6 @@
 #pragma once
 /// \file onnx_model.ipp
-/// The ONNX model's checks, its protobuf writer and reader (deploy/onnx_model.hpp).
+/// The ONNX model's checks, its protobuf writer and reader (deploy/onnx/onnx_model.hpp).
 ///
 /// The wire format (protobuf "Encoding"): a message is a sequence of fields, each a tag
 /// varint (field number << 3 | wire type) and a value: wire type 0 a varint, 1 eight
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../io/atomic_file.hpp"
+#include "../../../io/atomic_file.hpp"
 #include "../onnx_model.hpp"
 
 namespace xq::onnx {
