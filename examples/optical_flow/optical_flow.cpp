@@ -9,9 +9,12 @@
 // and, as a control, a float copy trained on for as many epochs at the same rate (so that
 // the int8 figures compare with a model trained as long). It prints the end-point error
 // (EPE, pixels) of each on held-out pairs, and the ranges the two calls of the extractor saw.
-// The per-call-site model leaves as an ONNX file of two inputs (its correlations in
-// standard operators), which onnxruntime runs on the test pairs when given a Python with
-// it: its EPE, and how far its flows are from the simulation's.
+// The per-call-site model then deploys both ways, from one deploy graph: lowered to
+// xquant's integer engine (its correlations exact int32 sums of the feature maps'
+// integers), and exported as an ONNX file of two inputs (its correlations in standard
+// operators) that onnxruntime runs when given a Python with it. It prints each one's EPE,
+// the engine's integers against the simulation's and onnxruntime's against the engine's,
+// quantized tensor by quantized tensor (identical, within one step, the rest counted).
 //
 //   optical_flow              full mode: 60,000 training pairs, 6 float + 2 QAT epochs
 //   optical_flow --quick      12,000 pairs, 2 + 1 epochs
@@ -21,9 +24,10 @@
 //
 // It ends with one line:
 //   optical_flow float_epe=<e> float_continued_epe=<c> int8_shared_epe=<s> int8_per_call_site_epe=<p>
-//                worst_int8_vs_float=<+r%>
+//                worst_int8_vs_float=<+r%> engine_epe=<g> onnxruntime_epe=<r (-1: not run)>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -39,6 +43,8 @@
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
 #include <xquant/deploy/export_onnx.hpp>
+#include <xquant/deploy/lower.hpp>
+#include <xquant/deploy/parity.hpp>
 #include <xquant/io/npy.hpp>
 #include <xquant/io/fashion_mnist.hpp>
 #include <xquant/quantizers/model_quantizers.hpp>
@@ -49,6 +55,7 @@
 #include <xquant/train/losses.hpp>
 #include <xquant/train/schedule.hpp>
 #include <xquant/transform/quantize_model.hpp>
+#include <xtensor/xview.hpp>
 
 #include "../common/command_line.hpp"
 #include "flow_data.hpp"
@@ -136,42 +143,122 @@ std::map<std::string, std::pair<float, float>> extractor_input_ranges(Twin& q) {
   return out;
 }
 
-/// `qat` as ONNX (inputs frame_1, frame_2; output flow) in o.export_dir with the test pairs,
-/// their flows and the simulation's; given a Python with onnxruntime, runs the file on the
-/// pairs (tools/onnx_check.py, its optimized path) and prints its EPE and its distance from
-/// the simulation's flows.
+/// What the deployed flow net scored: the engine's and onnxruntime's EPE on the test pairs
+/// (negative: not run), and over every quantized tensor the smallest share of identical
+/// integers and of integers within one step, with the elements further away counted.
+struct deployment_figures {
+  double engine_epe = -1, onnxruntime_epe = -1;
+  double engine_identical = 1, engine_within_one = 1, onnxruntime_identical = 1, onnxruntime_within_one = 1;
+  std::size_t engine_beyond_one = 0, onnxruntime_beyond_one = 0, tensors = 0;
+};
+
+/// (N, H, W, C) -> (N, C, H, W): how the ONNX file exposes a spatial tensor's integers.
+xq::tensor to_nchw(const xq::tensor& t) {
+  if (t.dimension() != 4) return t;
+  const std::size_t n = t.shape()[0], h = t.shape()[1], w = t.shape()[2], c = t.shape()[3];
+  xq::tensor y = xq::tensor::from_shape({n, c, h, w});
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < h; ++i)
+      for (std::size_t j = 0; j < w; ++j)
+        for (std::size_t k = 0; k < c; ++k) y(b, k, i, j) = t(b, i, j, k);
+  return y;
+}
+
+/// A file name for a tensor's label (onnx_check.py's rule for saved outputs).
+std::string safe_name(const std::string& s) {
+  std::string r;
+  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return r;
+}
+
+/// The per-call-site int8 flow net deployed both ways, from the same deploy graph: lowered
+/// to the integer engine (its EPE, and its integers against the simulation's at every
+/// quantized tensor: the parity report), and exported as ONNX of two inputs (its correlations
+/// in standard operators) that onnxruntime runs when given a Python with it (tools/
+/// onnx_check.py, its optimized path: its EPE on every test pair, and its integers against
+/// the engine's on the first `compared` pairs, every quantized tensor exposed).
 template <class Twin>
-void export_and_run(Twin& qat, const xq::input_shapes& shapes, const xq::dataset& test, const options& o) {
+deployment_figures deploy(Twin& qat, const xq::input_shapes& shapes, const xq::dataset& test, const options& o) {
+  deployment_figures f;
+  const std::vector<xq::tensor> frames{test.input(0), test.input(1)};
+  const xq::deploy::integer_model engine = xq::deploy::lower(qat, shapes);
+  f.engine_epe = flow::end_point_error(engine.run(frames).at(0), test.targets);
+  const xq::deploy::parity_report parity = xq::deploy::parity(qat, engine, frames);
+  std::printf("integer engine against the simulation, every quantized tensor (%zu test pairs):\n%s", test.size(),
+              parity.table().c_str());
+  for (const auto& row : parity.rows) {
+    f.engine_identical = std::min(f.engine_identical, row.share());
+    f.engine_within_one = std::min(f.engine_within_one, row.share_within_one_step());
+    f.engine_beyond_one += row.elements - row.within_one_step;
+  }
+  f.tensors = parity.rows.size();
+
   std::filesystem::create_directories(o.export_dir);
   const std::string base = o.export_dir + "/optical_flow";
   xq::deploy::export_options eo;
   eo.input_names = {"frame_1", "frame_2"};
   eo.output_names = {"flow"};
+  eo.expose_quantized = true;
   xq::deploy::export_onnx(qat, shapes, base + ".onnx", eo);
-  xq::io::save_npy(base + ".frame_1.npy", test.input(0));
-  xq::io::save_npy(base + ".frame_2.npy", test.input(1));
-  const xq::tensor simulated = xq::predict(qat, std::vector<xq::tensor>{test.input(0), test.input(1)}, 500).at(0);
-  xq::io::save_npy(base + ".simulated.npy", simulated);
   std::printf("onnx: wrote %s.onnx\n", base.c_str());
   if (o.onnx_python.empty()) {
     std::printf("onnx: onnxruntime not run (give --onnxruntime PYTHON)\n");
-    return;
+    return f;
   }
-  const std::string cmd = "'" + o.onnx_python + "' '" XQ_ONNX_CHECK "' '" + base + ".onnx' --input frame_1='" + base +
-                          ".frame_1.npy' --input frame_2='" + base + ".frame_2.npy' --expected flow='" + base +
-                          ".simulated.npy' --step flow=0.01 --min-share 0 --paths optimized --save-outputs '" +
-                          o.export_dir + "/onnxruntime'";
-  if (std::system(cmd.c_str()) != 0) {
-    std::printf("onnx: the onnxruntime check failed (see above)\n");
-    return;
+  auto run_onnxruntime = [&](const std::vector<xq::tensor>& in, const std::string& expected, const std::string& out) {
+    xq::io::save_npy(base + ".frame_1.npy", in[0]);
+    xq::io::save_npy(base + ".frame_2.npy", in[1]);
+    const std::string cmd = "'" + o.onnx_python + "' '" XQ_ONNX_CHECK "' '" + base + ".onnx' --input frame_1='" + base +
+                            ".frame_1.npy' --input frame_2='" + base + ".frame_2.npy'" + expected +
+                            " --min-share 0 --paths optimized --save-outputs '" + out + "' > '" + out + ".log' 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  };
+  // The EPE on every test pair.
+  xq::io::save_npy(base + ".flow.npy", engine.run(frames).at(0));
+  if (!run_onnxruntime(frames, " --expected flow='" + base + ".flow.npy'", o.export_dir + "/onnxruntime")) {
+    std::printf("onnx: the onnxruntime run failed (%s/onnxruntime.log)\n", o.export_dir.c_str());
+    return f;
   }
-  const xq::tensor flow = xq::io::load_npy(o.export_dir + "/onnxruntime/optimized.flow.npy");
-  double farthest = 0;
-  for (std::size_t i = 0; i < flow.size(); ++i)
-    farthest = std::max(farthest, double(std::fabs(flow.data()[i] - simulated.data()[i])));
-  std::printf("optical_flow onnxruntime_epe=%.4f simulated_epe=%.4f max_flow_difference=%.4g px (per_call_site, "
-              "onnxruntime's optimized path)\n",
-              flow::end_point_error(flow, test.targets), flow::end_point_error(simulated, test.targets), farthest);
+  f.onnxruntime_epe = flow::end_point_error(xq::io::load_npy(o.export_dir + "/onnxruntime/optimized.flow.npy"), test.targets);
+  // The integers, quantized tensor by quantized tensor, on the first pairs.
+  const std::size_t compared = std::min<std::size_t>(256, test.size());
+  std::vector<xq::tensor> first;
+  for (const xq::tensor& x : frames) first.push_back(xt::eval(xt::view(x, xt::range(0, compared))));
+  const std::vector<xq::deploy::engine_tensor> values = engine.run_all(first);
+  std::string expected;
+  std::vector<std::pair<std::string, xq::tensor>> ours;
+  for (std::size_t k = 0; k < engine.parity_points.size(); ++k) {
+    const auto& p = engine.parity_points[k];
+    if (p.binary) continue;
+    const auto q = values.at(p.value).integers();
+    xq::tensor t = xq::tensor::from_shape(values.at(p.value).shape);
+    std::copy(q.begin(), q.end(), t.begin());
+    const std::string name = "q:" + p.label, file = base + ".q" + std::to_string(k) + ".npy";
+    xq::io::save_npy(file, to_nchw(t));
+    expected += " --expected '" + name + "=" + file + "'";
+    ours.emplace_back(name, to_nchw(t));
+  }
+  if (!run_onnxruntime(first, expected, o.export_dir + "/integers")) {
+    std::printf("onnx: the onnxruntime run failed (%s/integers.log)\n", o.export_dir.c_str());
+    return f;
+  }
+  std::printf("onnxruntime against the integer engine, every quantized tensor (%zu test pairs):\n", compared);
+  for (const auto& [name, t] : ours) {
+    const xq::tensor got = xq::io::load_npy(o.export_dir + "/integers/optimized." + safe_name(name) + ".npy");
+    std::size_t identical = 0, within = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const double d = std::fabs(double(got.data()[i]) - double(t.data()[i]));
+      identical += d == 0;
+      within += d <= 1;
+    }
+    const double n = double(t.size());
+    std::printf("  %-40s %9zu elements %9.5f%% identical %9.5f%% within one step\n", name.c_str(), t.size(),
+                100.0 * identical / n, 100.0 * within / n);
+    f.onnxruntime_identical = std::min(f.onnxruntime_identical, identical / n);
+    f.onnxruntime_within_one = std::min(f.onnxruntime_within_one, within / n);
+    f.onnxruntime_beyond_one += t.size() - within;
+  }
+  return f;
 }
 
 }  // namespace
@@ -220,6 +307,7 @@ int main(int argc, char** argv) try {
     double before, after;
   };
   std::vector<result> results;
+  deployment_figures deployed;
   for (const bool per_call_site : {false, true}) {
     const char* name = per_call_site ? "per_call_site" : "shared";
     const auto tv = std::chrono::steady_clock::now();
@@ -242,14 +330,24 @@ int main(int argc, char** argv) try {
                 100.0 * (after / control_epe - 1.0), rate, seconds_since(tv));
     for (const auto& [path, range] : extractor_input_ranges(qat))
       std::printf("    %s: [%.4f, %.4f]\n", path.c_str(), range.first, range.second);
-    if (per_call_site) export_and_run(qat, shapes, test_set, o);
+    if (per_call_site) {
+      deployed = deploy(qat, shapes, test_set, o);
+      std::printf("optical_flow deployed (per_call_site): integer engine EPE %.4f px, onnxruntime EPE %.4f px; over the "
+                  "%zu quantized tensors, the engine's integers against the simulation's: at least %.4f%% identical, "
+                  "%.4f%% within one step (%zu elements further); onnxruntime's against the engine's: at least %.4f%% "
+                  "identical, %.4f%% within one step (%zu elements further)\n",
+                  deployed.engine_epe, deployed.onnxruntime_epe, deployed.tensors, 100.0 * deployed.engine_identical,
+                  100.0 * deployed.engine_within_one, deployed.engine_beyond_one, 100.0 * deployed.onnxruntime_identical,
+                  100.0 * deployed.onnxruntime_within_one, deployed.onnxruntime_beyond_one);
+    }
   }
 
   double worst = -1.0;  // the largest relative change, negative when every int8 model beats float
   for (const result& r : results) worst = std::max(worst, r.after / float_epe - 1.0);
   std::printf("optical_flow float_epe=%.4f float_continued_epe=%.4f int8_shared_epe=%.4f int8_per_call_site_epe=%.4f "
-              "worst_int8_vs_float=%+.2f%% seconds=%.0f\n",
-              float_epe, control_epe, results[0].after, results[1].after, 100.0 * worst, seconds_since(t0));
+              "worst_int8_vs_float=%+.2f%% engine_epe=%.4f onnxruntime_epe=%.4f seconds=%.0f\n",
+              float_epe, control_epe, results[0].after, results[1].after, 100.0 * worst, deployed.engine_epe,
+              deployed.onnxruntime_epe, seconds_since(t0));
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "optical_flow: %s\n", e.what());

@@ -17,6 +17,7 @@
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
 #include <xquant/quantizers/calibrate.hpp>
+#include <xquant/quantizers/lsq_quantizer.hpp>
 #include <xquant/xquant.hpp>
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
@@ -353,4 +354,56 @@ TEST_CASE("lower: two inputs and two outputs, saved and loaded, with parity", "[
   CHECK(again[1] == out[1]);
   CHECK_THROWS_WITH(engine.run(a), Catch::Contains("one input and one output"));
   CHECK_THROWS_WITH(engine.run({a}), Catch::Contains("2 inputs"));
+}
+
+TEST_CASE("lower: an LSQ-trained CNN and a tfmot-scheme CNN, their grids through the quantizer base, parity printed",
+          "[deploy][graph][lower]") {
+  const xq::dataset data = quadrant_data(128, 21), test = quadrant_data(200, 22);
+  SECTION("LSQ (learned scales) on the inputs and kernels of Larq-style quant layers") {
+    using lsq_conv = xq::quant_conv2d<xq::lsq_quantizer, xq::lsq_quantizer>;
+    using lsq_dense = xq::quant_dense<xq::lsq_quantizer, xq::lsq_quantizer>;
+    xq::set_seed(19);
+    auto model = xq::sequential(lsq_conv(6, 3, xq::lsq_quantizer(), xq::lsq_quantizer()).padding(xq::padding::same),
+                                xq::relu(), xq::max_pool2d(2), xq::flatten(),
+                                lsq_dense(4, xq::lsq_quantizer(), xq::lsq_quantizer()));
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::deploy::lower_options lo;
+    lo.bias = xq::deploy::bias_precision::float32;  // the simulation's float bias: its integers exactly
+    const auto engine = xq::deploy::lower(model, {12, 12, 1}, lo);
+    const auto report = xq::deploy::parity(model, engine, test.inputs, &test.targets);
+    std::cout << "LSQ CNN, integer engine against the simulation:\n" << report.table();
+    REQUIRE(report.rows.size() == 2);
+    for (const auto& row : report.rows) {
+      CAPTURE(row.label);
+      CHECK(row.share() == 1.0);
+    }
+    CHECK(report.same_top1_share() == 1.0);
+  }
+  SECTION("tfmot's scheme: quantizers on layer outputs, asymmetric FakeQuant grids, folded batch norms") {
+    xq::set_seed(29);
+    auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same).use_bias(false),
+                                xq::batch_norm().momentum(0.5f), xq::relu(), xq::max_pool2d(2), xq::flatten(),
+                                xq::dense(4));
+    xq::build(model, {1, 12, 12, 1});
+    train(model, data, 2, 3e-3f);
+    xq::quantize_options qo;
+    qo.scheme = xq::schemes::tfmot();
+    qo.fold_batch_norm = true;
+    qo.freeze_batch_norm_after = 4;
+    auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+    train(qat, data, 1, 5e-4f);
+    xq::deploy::lower_options lo;
+    lo.bias = xq::deploy::bias_precision::float32;
+    const auto engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
+    const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets);
+    std::cout << "tfmot CNN, integer engine against the simulation:\n" << report.table();
+    REQUIRE_FALSE(report.rows.empty());
+    for (const auto& row : report.rows) {
+      CAPTURE(row.label);
+      CHECK(row.share_within_one_step() == 1.0);
+      CHECK(row.share() >= 0.9999);  // tfmot leaves the input float: the first conv's float sums
+    }
+    CHECK(report.same_top1_share() == 1.0);
+  }
 }

@@ -777,6 +777,7 @@ TEST_CASE("lower: the correlation (cost volume) is an engine op, on integers or 
     check_saves_and_loads(engine, t, "correlation.xqi");
     check_slices(engine, t);
   }
+}
 
 TEST_CASE("export: the correlation in standard operators; an uncalibrated twin only when asked", "[deploy][onnx]") {
   self_cost<> model;
@@ -790,7 +791,6 @@ TEST_CASE("export: the correlation in standard operators; an uncalibrated twin o
   std::size_t sums = 0;
   for (const auto& n : m.graph.nodes) sums += n.op_type == "ReduceSum";
   CHECK(sums == 1);
-}
 }
 
 TEST_CASE("integer model files: save, load, run the same, and refuse corrupt and foreign files",

@@ -32,7 +32,9 @@ struct parity_row {
   std::size_t elements = 0;
   std::size_t identical = 0;
   std::int64_t max_steps = 0;     ///< the largest |difference| in steps of the grid
+  std::size_t within_one_step = 0;  ///< elements at most one step apart (identical ones included)
   double share() const noexcept { return elements ? double(identical) / double(elements) : 1.0; }
+  double share_within_one_step() const noexcept { return elements ? double(within_one_step) / double(elements) : 1.0; }
 };
 
 struct parity_report {

@@ -69,7 +69,7 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
         const float v = x.data()[i];
         const float sim = v <= -FLT_MIN ? -1.0f : 1.0f;  // Larq's sign with TF's flushing
         ++row.elements;
-        if (sim == ours.data()[i]) ++row.identical;
+        if (sim == ours.data()[i]) ++row.identical, ++row.within_one_step;
         else row.max_steps = std::max<std::int64_t>(row.max_steps, 2);
       }
       continue;
@@ -87,6 +87,7 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
       ++row.elements;
       const std::int64_t d = std::int64_t(sim[i]) - std::int64_t(ours[i]);
       if (d == 0) ++row.identical;
+      if (d >= -1 && d <= 1) ++row.within_one_step;
       row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
     }
   }
