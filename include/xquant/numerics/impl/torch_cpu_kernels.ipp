@@ -265,4 +265,56 @@ XQ_DECL std::vector<float> cumsum(const float* x, std::size_t n) {
   return out;
 }
 
+namespace detail {
+// ATen's vec::minimum / vec::maximum on x86: minps(a, b) / maxps(a, b) (b unless a is
+// strictly smaller / larger), OR-ed with the unordered mask (all-ones bits: a NaN).
+inline float aten_minimum(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return -std::numeric_limits<float>::quiet_NaN();
+  return a < b ? a : b;
+}
+inline float aten_maximum(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return -std::numeric_limits<float>::quiet_NaN();
+  return a > b ? a : b;
+}
+// vec_reduce_all over the first `count` lanes of acc (lane 0 keeps the result).
+template <class Op>
+float aten_reduce_lanes(std::vector<float> acc, std::size_t count, bool tree, Op op) {
+  if (tree && count == acc.size()) {
+    for (std::size_t stride = acc.size() / 2; stride >= 1; stride /= 2) {
+      std::vector<float> next(acc.size());
+      for (std::size_t l = 0; l < acc.size(); ++l) next[l] = op(acc[l], acc[l ^ stride]);
+      acc = std::move(next);
+    }
+    return acc[0];
+  }
+  for (std::size_t i = 1; i < count; ++i) acc[0] = op(acc[0], acc[i]);
+  return acc[0];
+}
+}  // namespace detail
+
+XQ_DECL std::pair<float, float> aminmax(const float* x, std::size_t n, std::size_t lanes, bool tree) {
+  if (n == 0 || lanes == 0 || (lanes & (lanes - 1)) != 0)
+    throw argument_error("torch.aminmax", "a non-empty tensor and a power-of-two lane count",
+                         xq::detail::concat(n, " values, ", lanes, " lanes"));
+  std::vector<float> lo(lanes, 0.0f), hi(lanes, 0.0f);
+  if (n < lanes) {  // Vec::loadu(data, size): the lanes past n hold zeros
+    for (std::size_t l = 0; l < n; ++l) lo[l] = hi[l] = x[l];
+    return {detail::aten_reduce_lanes(lo, n, false, detail::aten_minimum),
+            detail::aten_reduce_lanes(hi, n, false, detail::aten_maximum)};
+  }
+  for (std::size_t l = 0; l < lanes; ++l) lo[l] = hi[l] = x[l];
+  std::size_t d = lanes;
+  for (; d < n - n % lanes; d += lanes)
+    for (std::size_t l = 0; l < lanes; ++l) {
+      lo[l] = detail::aten_minimum(lo[l], x[d + l]);
+      hi[l] = detail::aten_maximum(hi[l], x[d + l]);
+    }
+  for (std::size_t l = 0; d + l < n; ++l) {  // Vec::set(acc, f(acc, tail), n - d)
+    lo[l] = detail::aten_minimum(lo[l], x[d + l]);
+    hi[l] = detail::aten_maximum(hi[l], x[d + l]);
+  }
+  return {detail::aten_reduce_lanes(lo, lanes, tree, detail::aten_minimum),
+          detail::aten_reduce_lanes(hi, lanes, tree, detail::aten_maximum)};
+}
+
 }  // namespace xq::torch::cpu
