@@ -3,6 +3,7 @@
 /// The numerics room's compiled code, for <xquant/src.hpp>: every .ipp of numerics/impl/.
 
 #include "larq_math.ipp"
+#include "low_bit_float.ipp"
 #include "numpy_histogram.ipp"
 #include "nvidia_calibrators.ipp"
 #include "ort_percentile_calibrator.ipp"
