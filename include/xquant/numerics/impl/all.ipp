@@ -5,6 +5,7 @@
 #include "larq_math.ipp"
 #include "low_bit_float.ipp"
 #include "mx_block.ipp"
+#include "nvfp4_block.ipp"
 #include "numpy_histogram.ipp"
 #include "nvidia_calibrators.ipp"
 #include "ort_percentile_calibrator.ipp"
