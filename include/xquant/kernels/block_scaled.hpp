@@ -347,6 +347,16 @@ block_stats tensor_stats(block_statistic kind, const float* x, std::size_t n) {
   return detail::finish_stats(kind, l, h, any);
 }
 
+/// y = kernel(x) over n contiguous values (one state for all: a per-tensor format), and the
+/// mask when not null; split across threads when large.
+template <class Policy, class Format>
+void elementwise_apply(const typename Format::kernel_type& kernel, const float* x, float* y, bool* mask,
+                       std::size_t n) {
+  parallel_for(n, 1024, [&](std::size_t begin, std::size_t end) {
+    detail::apply_run<Policy, Format>(kernel, x + begin, y + begin, mask ? mask + begin : nullptr, end - begin);
+  });
+}
+
 /// Quantizes x into y block by block, computing each block's state (written to `state`,
 /// block_count() * state_size floats) and, when `mask` is not null, the gradient mask.
 template <class Policy, class Format>

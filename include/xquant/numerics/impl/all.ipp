@@ -2,6 +2,7 @@
 /// \file all.ipp
 /// The numerics room's compiled code, for <xquant/src.hpp>: every .ipp of numerics/impl/.
 
+#include "float8_scaled.ipp"
 #include "larq_math.ipp"
 #include "low_bit_float.ipp"
 #include "mx_block.ipp"

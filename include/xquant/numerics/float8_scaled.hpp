@@ -1,0 +1,197 @@
+#pragma once
+/// \file float8_scaled.hpp
+/// FP8 (E4M3FN or E5M2) with one float32 scale per tensor or per row, quantize then
+/// dequantize, as torchao and TransformerEngine compute it, bit for bit (docs/semantics.md §9):
+///
+///  | variant (peer function) | scale s from amax | quantize | dequantize | gradient |
+///  |---|---|---|---|---|
+///  | torchao (`Float8FakeQuantizer`: `_choose_scale_float8`, `_quantize_affine_float8`, `_dequantize_affine_float8`; Float8DynamicActivationFloat8WeightConfig's QAT) | amax / max (0 → a 0/0 NaN, as torchao computes it) | x / s, clamp ±max, RNE cast (torch's) | q · s | torch's autograd of those ops: dy · s is cast to the element type on its way back through the cast (`.to(float32)`'s backward), masked where x / s is **strictly** inside ±max (torch 2.15's clamp gives 0 at the bounds), divided by s; and the scale's gradient Σ(dy · q) − Σ(g · ((x / s) / s)) reaches the amax elements: / max, / their count, · sgn x |
+///  | transformer_engine (`reference_current_scaling.py::CurrentScalingQuantizerRef`; per row: that reference on each row) | S = max / amax (Inf → FLT_MAX; amax 0 → 1), s = 1 / S | x · S, RNE cast (saturating for E4M3, Inf past E5M2's max) | q · s | (TE has no fake quantization: the identity) |
+///
+/// "Per row": one scale per slice along `axis` (default the last: torchao's PerRow, a token's
+/// row; a Keras dense kernel (in, out) scaled per output channel takes axis 0). The state a
+/// quantizer keeps is the amax of each row (or of the tensor): both peers derive their scale
+/// from it. Sums in torchao's backward follow torch's CPU reduction order (per row: each row's
+/// vectorized sum; per tensor: the cascade sum with `torch::cpu::reduction_threads()` threads).
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../config.hpp"
+#include "../core/error.hpp"
+#include "../core/tensor.hpp"
+#include "../kernels/block_scaled.hpp"
+#include "../kernels/math.hpp"
+#include "../kernels/policy.hpp"
+#include "low_bit_float.hpp"
+
+namespace xq::low_bit {
+
+/// Which peer an FP8 quantize-dequantize reproduces.
+enum class fp8_variant : std::uint8_t { torchao, transformer_engine };
+/// One scale per tensor or per row.
+enum class fp8_granularity : std::uint8_t { per_tensor, per_row };
+
+/// An FP8 format.
+struct fp8_spec {
+  fp8_variant variant = fp8_variant::torchao;
+  element_type element = element_type::e4m3fn;  ///< e4m3fn or e5m2
+  fp8_granularity granularity = fp8_granularity::per_row;
+  int axis = -1;  ///< per_row: the axis a row runs along (negative counts from the end)
+};
+
+/// What an FP8 quantization keeps: the amax of the tensor (per_tensor) or of each row, rows in
+/// the row-major order of the other axes.
+struct fp8_state {
+  std::vector<float> amax;
+};
+
+/// "torchao", "transformer_engine".
+XQ_DECL const char* to_string(fp8_variant v);
+/// "fp8_e4m3fn torchao per_row axis -1" style.
+XQ_DECL std::string describe(const fp8_spec& s);
+/// The row layout (per_tensor: one block over the whole tensor), checked (argument_error naming
+/// `where` for an element other than E4M3FN/E5M2 or an axis outside x's rank).
+XQ_DECL kernels::block_layout fp8_layout(const tensor& x, const fp8_spec& s, const std::string& where);
+/// The dequantization scale of each row (torchao: amax / max; TE: 1 / S).
+XQ_DECL std::vector<float> fp8_scales(const fp8_spec& s, const fp8_state& state);
+
+/// The quantize-dequantize of x (the state written to `state` when not null).
+template <class Policy = default_policy>
+tensor fp8_quantize_dequantize(const tensor& x, const fp8_spec& s, const std::string& where = "xq::low_bit::fp8",
+                               fp8_state* state = nullptr);
+/// The quantize-dequantize of x with a given state.
+template <class Policy = default_policy>
+tensor fp8_apply(const tensor& x, const fp8_spec& s, const fp8_state& state, const std::string& where = "xq::low_bit::fp8");
+/// The input gradient for dy at x (the forward's state): torchao's autograd, TE's identity.
+template <class Policy = default_policy>
+tensor fp8_backward(const tensor& x, const tensor& dy, const fp8_spec& s, const fp8_state& state,
+                    const std::string& where = "xq::low_bit::fp8");
+
+}  // namespace xq::low_bit
+
+namespace xq::low_bit::detail {
+
+/// One row's FP8 kernel: q = cast(clamp(x / s)) · s (torchao) or cast(x · S) · (1 / S) (TE).
+struct fp8_kernel {
+  element_cast cast;
+  float pre = 1.0f, post = 1.0f, max = 448.0f;
+  bool divide = true;
+
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
+    V t = divide ? x / V(pre) : x * V(pre);
+    if (divide) t = math::min(math::max(t, V(-max)), V(max));  // torch.clamp keeps NaN
+    return cast.forward(t) * V(post);
+  }
+};
+
+struct fp8_format {
+  static constexpr kernels::block_statistic statistic = kernels::block_statistic::abs_max;
+  static constexpr std::size_t state_size = 1;
+  static constexpr bool identity_gradient = true;  // torchao's backward is fp8_backward's own
+  using kernel_type = fp8_kernel;
+
+  fp8_variant variant = fp8_variant::torchao;
+  element_cast cast;
+  float max = 448.0f;
+
+  XQ_DECL static fp8_format make(const fp8_spec& s);
+
+  void block_state(const kernels::block_stats& st, float* state) const { state[0] = st.a; }
+
+  /// torchao's s = amax / max; TE's S = max / amax, fixed for Inf and 0.
+  float scale_of(float amax) const {
+    if (variant == fp8_variant::torchao) return amax / max;
+    float scale = max / amax;  // torch.div(fp8_max, amax)
+    if (scale == std::numeric_limits<float>::infinity()) scale = std::numeric_limits<float>::max();
+    if (amax == 0.0f) scale = 1.0f;
+    return scale;
+  }
+
+  fp8_kernel kernel(const float* state) const {
+    fp8_kernel k;
+    k.cast = cast;
+    k.max = max;
+    const float scale = scale_of(state[0]);
+    if (variant == fp8_variant::torchao) {
+      k.pre = scale;
+      k.post = scale;
+      k.divide = true;
+    } else {
+      k.pre = scale;
+      k.post = 1.0f / scale;  // torch.reciprocal
+      k.divide = false;
+    }
+    return k;
+  }
+};
+
+}  // namespace xq::low_bit::detail
+
+namespace xq::low_bit {
+
+template <class Policy>
+tensor fp8_quantize_dequantize(const tensor& x, const fp8_spec& s, const std::string& where, fp8_state* state) {
+  const kernels::block_layout bl = fp8_layout(x, s, where);
+  const detail::fp8_format f = detail::fp8_format::make(s);
+  fp8_state local;
+  fp8_state& st = state ? *state : local;
+  tensor y = tensor::from_shape(x.shape());
+  if (s.granularity == fp8_granularity::per_tensor) {
+    st.amax.assign(1, kernels::tensor_stats<Policy>(kernels::block_statistic::abs_max, x.data(), x.size()).a);
+    kernels::elementwise_apply<Policy, detail::fp8_format>(f.kernel(st.amax.data()), x.data(), y.data(), nullptr,
+                                                           x.size());
+    return y;
+  }
+  st.amax.assign(bl.block_count(), 0.0f);
+  kernels::block_scaled_forward<Policy>(f, bl, x.data(), y.data(), st.amax.data());
+  return y;
+}
+
+template <class Policy>
+tensor fp8_apply(const tensor& x, const fp8_spec& s, const fp8_state& state, const std::string& where) {
+  const kernels::block_layout bl = fp8_layout(x, s, where);
+  const std::size_t want = s.granularity == fp8_granularity::per_tensor ? 1 : bl.block_count();
+  if (state.amax.size() != want)
+    throw argument_error(where, xq::detail::concat("a state of ", want, " amax values for this tensor"),
+                         xq::detail::concat(state.amax.size(), " values"));
+  const detail::fp8_format f = detail::fp8_format::make(s);
+  tensor y = tensor::from_shape(x.shape());
+  if (s.granularity == fp8_granularity::per_tensor)
+    kernels::elementwise_apply<Policy, detail::fp8_format>(f.kernel(state.amax.data()), x.data(), y.data(), nullptr,
+                                                           x.size());
+  else
+    kernels::block_scaled_apply<Policy>(f, bl, x.data(), y.data(), state.amax.data());
+  return y;
+}
+
+namespace detail {
+/// torchao's FP8 backward over the rows of a contiguous layout (compiled: float8_scaled.ipp).
+XQ_DECL void fp8_torchao_backward(const fp8_spec& s, const kernels::block_layout& bl, const float* x,
+                                  const float* dy, const float* amax, float* dx);
+}  // namespace detail
+
+template <class Policy>
+tensor fp8_backward(const tensor& x, const tensor& dy, const fp8_spec& s, const fp8_state& state,
+                    const std::string& where) {
+  const kernels::block_layout bl = fp8_layout(x, s, where);
+  if (dy.shape() != x.shape())
+    throw argument_error(where, "dy of x's shape", "another shape");
+  tensor dx = tensor::from_shape(x.shape());
+  if (s.variant == fp8_variant::transformer_engine) {
+    std::copy(dy.begin(), dy.end(), dx.begin());
+    return dx;
+  }
+  detail::fp8_torchao_backward(s, bl, x.data(), dy.data(), state.amax.data(), dx.data());
+  return dx;
+}
+
+}  // namespace xq::low_bit
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/float8_scaled.ipp"
+#endif
