@@ -91,7 +91,8 @@ TEST_CASE("FP8 per tensor and per row matches torchao and TransformerEngine bit 
 
 TEST_CASE("the FP8 goldens tell torchao's division from TransformerEngine's product", "[low_bit][fp8][discrimination]") {
   const golden::json file = golden::load("low_bit_fp8");
-  const xq::tensor x = input_of(file, "random");
+  xq::tensor x = li::random_unit(5, {64, 64});  // amax not a power of two times the max
+  for (float& v : x) v *= 3.3f;
   for (const char* e : {"e4m3fn", "e5m2"})
     for (const char* g : {"per_tensor", "per_row"}) {
       const std::string ta = std::string("torchao_") + g + "_" + e, te = std::string("transformer_engine_") + g + "_" + e;
