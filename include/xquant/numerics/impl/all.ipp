@@ -20,3 +20,4 @@
 #include "torch_histogram_observer.ipp"
 #include "torch_learnable_fake_quant.ipp"
 #include "torch_observers.ipp"
+#include "torchao_affine.ipp"

@@ -1,0 +1,239 @@
+#pragma once
+/// \file torchao_affine.hpp
+/// torchao's integer QAT numerics (quantization/qat/fake_quantizer.py, quant_primitives.py),
+/// quantize then dequantize, forward and autograd, bit for bit (docs/semantics.md §9):
+///
+///  | scheme (peer) | per | scale, zero point | quantize | dequantize | gradient |
+///  |---|---|---|---|---|---|
+///  | intx_symmetric (`IntxFakeQuantizer`, `IntxFakeQuantizeConfig(torch.intB, group_size=G)`: Int8DynamicActivationIntxWeightConfig's weights; 8da4w: B = 4) | group of G along the axis (0: the whole row) | max(−min⁻, max⁺) / ((qmax − qmin) / 2), clamped ≥ eps; zp 0 | clamp(round(x · (1 / s)) + zp, qmin, qmax) | (q − zp) · s | dy · s where the rounded value is **strictly** inside (qmin, qmax) (torch 2.15's clamp gives 0 at the bounds), times 1 / s |
+///  | intx_per_token (`IntxFakeQuantizeConfig(torch.intB, "per_token", is_symmetric=False)`: the 8da4w activations) | row | (max⁺ − min⁻) / (qmax − qmin), ≥ eps; zp = clamp(qmin − round(min⁻ / s)) | as above | as above | as above |
+///  | int4_weight_only (`Int4WeightFakeQuantizer`, activation_dtype bf16: Int4WeightOnlyConfig's QAT) | group of G | s = max(max − min, 1e-6) / 15, float zero point min + 8 · s | clamp(round((x − min) / s), 0, 15) | (q − 8) · s + (min + 8 · s) | torch's autograd through s, min and max too (sums in torch's order, accumulated in its engine's order) |
+///
+/// min⁻ = min(min, 0), max⁺ = max(max, 0); eps defaults to float32's smallest normal (torchao's
+/// `eps=None`). Rounding is to nearest even. Scales and zero points are computed from each
+/// tensor (`is_dynamic=True`); the state a quantizer keeps is (scale, zero point) per group or
+/// row for the intx schemes and (min, max) per group for int4_weight_only (its scale and
+/// zero point derive from them). torchao asserts that the axis length is a multiple of the
+/// group size (argument_error here too) and refuses a per-token last axis of length 1 (taken
+/// here: one value per row).
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../config.hpp"
+#include "../core/error.hpp"
+#include "../core/tensor.hpp"
+#include "../kernels/block_scaled.hpp"
+#include "../kernels/math.hpp"
+#include "../kernels/policy.hpp"
+
+namespace xq::low_bit {
+
+/// Which torchao fake quantizer an integer quantize-dequantize reproduces (the table above).
+enum class intx_scheme : std::uint8_t { intx_symmetric, intx_per_token, int4_weight_only };
+
+/// A torchao integer format.
+struct intx_spec {
+  intx_scheme scheme = intx_scheme::intx_symmetric;
+  int bits = 4;        ///< 2..8 (int4_weight_only: 4)
+  int group_size = 32; ///< intx_symmetric, int4_weight_only: values per group; 0: the whole axis
+  int axis = -1;       ///< the axis groups and rows run along
+  float eps = 0.0f;    ///< the scale's lower bound; 0: float32's smallest normal (torchao's default)
+};
+
+/// What an integer quantization keeps, two floats per group or row: (scale, zero point) for
+/// the intx schemes, (min, max) for int4_weight_only.
+struct intx_state {
+  std::vector<float> values;
+};
+
+/// "intx_symmetric", "intx_per_token", "int4_weight_only".
+XQ_DECL const char* to_string(intx_scheme s);
+/// "int4 intx_symmetric group 32 axis -1" style.
+XQ_DECL std::string describe(const intx_spec& s);
+/// Bits per value stored: the integer's, plus a float32 scale (and for the asymmetric schemes a
+/// zero point, 8 bits for intx_per_token, 32 for int4_weight_only's float one) per group of
+/// `group_size` (or per row of `row_length`).
+XQ_DECL double bits_per_value(const intx_spec& s, std::size_t row_length);
+/// The group layout (checked: argument_error naming `where`).
+XQ_DECL kernels::block_layout intx_layout(const tensor& x, const intx_spec& s, const std::string& where);
+/// Scale and zero point per group (int4_weight_only: the float zero point min + 8 · scale).
+XQ_DECL void intx_scales(const intx_spec& s, const intx_state& state, std::vector<float>& scale,
+                         std::vector<float>& zero_point);
+
+template <class Policy = default_policy>
+tensor intx_quantize_dequantize(const tensor& x, const intx_spec& s, const std::string& where = "xq::low_bit::intx",
+                                intx_state* state = nullptr, bool* mask = nullptr);
+template <class Policy = default_policy>
+tensor intx_apply(const tensor& x, const intx_spec& s, const intx_state& state,
+                  const std::string& where = "xq::low_bit::intx", bool* mask = nullptr);
+/// The input gradient: from the forward's mask for the intx schemes, torchao's autograd
+/// through the group's min and max for int4_weight_only (which needs x, not the mask).
+template <class Policy = default_policy>
+tensor intx_backward(const tensor& x, const tensor& dy, const intx_spec& s, const intx_state& state, const bool* mask,
+                     const std::string& where = "xq::low_bit::intx");
+
+}  // namespace xq::low_bit
+
+namespace xq::low_bit::detail {
+
+/// One group: q = clamp(rne(x · inv) + zp, qmin, qmax), (q − zp) · s.
+struct intx_kernel {
+  float scale = 1.0f, inv = 1.0f, zero_point = 0.0f, qmin = -8.0f, qmax = 7.0f;
+
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V rounded(const V& x) const {
+    return math::round_half_even(x * V(inv)) + V(zero_point);
+  }
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
+    const V q = math::min(math::max(rounded(x), V(qmin)), V(qmax));  // torch.clamp keeps NaN
+    return (q - V(zero_point)) * V(scale);
+  }
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE auto passes(const V& x) const {
+    const V r = rounded(x);
+    return math::logical_and(r > V(qmin), r < V(qmax));
+  }
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V backward(const V& dy, const V& m) const {
+    return math::select(m != V(0.0f), dy * V(scale), V(0.0f)) * V(inv);
+  }
+};
+
+/// int4_weight_only: q = clamp(rne((x − min) / s), 0, 15); (q − 8) · s + zp.
+struct int4_weight_only_kernel {
+  float min = 0.0f, scale = 1.0f, zero_point = 0.0f;
+
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
+    const V r = math::round_half_even((x - V(min)) / V(scale));
+    const V q = math::min(math::max(r, V(0.0f)), V(15.0f));
+    return (q - V(8.0f)) * V(scale) + V(zero_point);
+  }
+};
+
+struct intx_format {
+  static constexpr kernels::block_statistic statistic = kernels::block_statistic::min_max;
+  static constexpr std::size_t state_size = 2;
+  static constexpr bool identity_gradient = false;
+  using kernel_type = intx_kernel;
+
+  intx_scheme scheme = intx_scheme::intx_symmetric;
+  float qmin = -8.0f, qmax = 7.0f, eps = 1.17549435e-38f;
+
+  XQ_DECL static intx_format make(const intx_spec& s);
+
+  static float clamp_min(float v, float lo) { return math::max(v, lo); }  // torch.clamp(min=) keeps NaN
+
+  void block_state(const kernels::block_stats& st, float* state) const {
+    const float min_neg = math::min(st.a, 0.0f), max_pos = math::max(st.b, 0.0f);  // NaN stays NaN
+    if (scheme == intx_scheme::intx_symmetric) {
+      const float amax = math::max(-min_neg, max_pos);
+      state[0] = clamp_min(amax / ((qmax - qmin) / 2.0f), eps);
+      state[1] = 0.0f;
+      return;
+    }
+    const float scale = clamp_min((max_pos - min_neg) / (qmax - qmin), eps);
+    float zp = qmin - math::round_half_even(min_neg / scale);
+    zp = math::min(math::max(zp, qmin), qmax);
+    if (zp != zp) zp = -2147483648.0f;  // .to(torch.int32) of a NaN on x86
+    state[0] = scale;
+    state[1] = zp;
+  }
+
+  intx_kernel kernel(const float* state) const {
+    intx_kernel k;
+    k.scale = state[0];
+    k.inv = 1.0f / state[0];  // `1.0 / scale`: Tensor.__rtruediv__, reciprocal times 1
+    k.zero_point = state[1];
+    k.qmin = qmin;
+    k.qmax = qmax;
+    return k;
+  }
+};
+
+struct int4_weight_only_format {
+  static constexpr kernels::block_statistic statistic = kernels::block_statistic::min_max;
+  static constexpr std::size_t state_size = 2;
+  static constexpr bool identity_gradient = true;  // its backward is intx_backward's own
+  using kernel_type = int4_weight_only_kernel;
+
+  void block_state(const kernels::block_stats& st, float* state) const {
+    state[0] = st.a;
+    state[1] = st.b;
+  }
+  static float scale_of(float min, float max) { return math::max(max - min, 1e-6f) / 15.0f; }
+  int4_weight_only_kernel kernel(const float* state) const {
+    int4_weight_only_kernel k;
+    k.min = state[0];
+    k.scale = scale_of(state[0], state[1]);
+    k.zero_point = k.min + k.scale * 8.0f;
+    return k;
+  }
+};
+
+/// int4_weight_only's autograd (compiled: torchao_affine.ipp).
+XQ_DECL void int4_weight_only_backward(const kernels::block_layout& bl, const float* x, const float* dy,
+                                       const float* state, float* dx);
+
+}  // namespace xq::low_bit::detail
+
+namespace xq::low_bit {
+
+template <class Policy>
+tensor intx_quantize_dequantize(const tensor& x, const intx_spec& s, const std::string& where, intx_state* state,
+                                bool* mask) {
+  const kernels::block_layout bl = intx_layout(x, s, where);
+  intx_state local;
+  intx_state& st = state ? *state : local;
+  st.values.assign(bl.block_count() * 2, 0.0f);
+  tensor y = tensor::from_shape(x.shape());
+  if (s.scheme == intx_scheme::int4_weight_only) {
+    kernels::block_scaled_forward<Policy>(detail::int4_weight_only_format{}, bl, x.data(), y.data(), st.values.data(),
+                                          mask);
+  } else {
+    kernels::block_scaled_forward<Policy>(detail::intx_format::make(s), bl, x.data(), y.data(), st.values.data(), mask);
+  }
+  return y;
+}
+
+template <class Policy>
+tensor intx_apply(const tensor& x, const intx_spec& s, const intx_state& state, const std::string& where, bool* mask) {
+  const kernels::block_layout bl = intx_layout(x, s, where);
+  if (state.values.size() != bl.block_count() * 2)
+    throw argument_error(where, xq::detail::concat("a state of ", bl.block_count() * 2, " values for this tensor"),
+                         xq::detail::concat(state.values.size(), " values"));
+  tensor y = tensor::from_shape(x.shape());
+  if (s.scheme == intx_scheme::int4_weight_only)
+    kernels::block_scaled_apply<Policy>(detail::int4_weight_only_format{}, bl, x.data(), y.data(), state.values.data(),
+                                        mask);
+  else
+    kernels::block_scaled_apply<Policy>(detail::intx_format::make(s), bl, x.data(), y.data(), state.values.data(), mask);
+  return y;
+}
+
+template <class Policy>
+tensor intx_backward(const tensor& x, const tensor& dy, const intx_spec& s, const intx_state& state, const bool* mask,
+                     const std::string& where) {
+  const kernels::block_layout bl = intx_layout(x, s, where);
+  if (dy.shape() != x.shape()) throw argument_error(where, "dy of x's shape", "another shape");
+  tensor dx = tensor::from_shape(x.shape());
+  if (s.scheme == intx_scheme::int4_weight_only) {
+    detail::int4_weight_only_backward(bl, x.data(), dy.data(), state.values.data(), dx.data());
+    return dx;
+  }
+  if (mask == nullptr) throw argument_error(where, "the forward's gradient mask", "none");
+  kernels::block_scaled_backward<Policy>(detail::intx_format::make(s), bl, mask, dy.data(), dx.data(),
+                                         state.values.data());
+  return dx;
+}
+
+}  // namespace xq::low_bit
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/torchao_affine.ipp"
+#endif
