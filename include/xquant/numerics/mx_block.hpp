@@ -33,6 +33,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../core/error.hpp"
+#include "../kernels/block_scaled.hpp"
 #include "../kernels/channel_layout.hpp"
 #include "../kernels/float_bits.hpp"
 #include "../kernels/math.hpp"
@@ -91,6 +92,13 @@ XQ_DECL int torch_ceil_log2(float a);
 template <class Policy = default_policy>
 tensor mx_quantize_dequantize(const tensor& x, const mx_spec& s, const std::string& where = "xq::low_bit::mx",
                               std::vector<float>* scales = nullptr);
+/// The quantize-dequantize of x with given block scales (as mx_quantize_dequantize wrote them
+/// for a tensor of x's shape; argument_error otherwise): observation off. The gradient of every
+/// MX variant is the identity (torchao's MX QAT backward, microxcaling's STE, ModelOpt's
+/// dynamic block quantizer, which skips the clip for MX formats).
+template <class Policy = default_policy>
+tensor mx_apply(const tensor& x, const mx_spec& s, const std::vector<float>& scales,
+                const std::string& where = "xq::low_bit::mx");
 
 }  // namespace xq::low_bit
 
@@ -138,54 +146,70 @@ struct mx_block_kernel {
 };
 
 namespace detail {
-/// The kernel of one block of `count` values `stride` floats apart (compiled: mx_block.ipp).
-XQ_DECL mx_block_kernel mx_kernel_for_block(const mx_spec& s, const float* x, std::size_t count, std::size_t stride,
-                                            float& scale);
-/// The layout of x's blocks (checks the spec and the axis length; compiled).
-XQ_DECL kernels::channel_layout mx_layout(const tensor& x, const mx_spec& s, const std::string& where);
 
-template <class Policy>
-void mx_apply_run(const mx_block_kernel& kernel, const float* x, float* y, std::size_t n) {
-  const mx_block_kernel k = kernel;
-  std::size_t i = 0;
-  if constexpr (is_simd_policy_v<Policy>) {
-    using B = xsimd::batch<float, typename Policy::arch_type>;
-    for (; i + B::size <= n; i += B::size) k.forward(B::load_unaligned(x + i)).store_unaligned(y + i);
+/// The MX format of a spec for the block walker: a block's state is its dequantization scale
+/// 2^e (NaN for a NaN block), and the kernel follows from it and the variant.
+struct mx_format {
+  static constexpr kernels::block_statistic statistic = kernels::block_statistic::abs_max;
+  static constexpr std::size_t state_size = 1;
+  static constexpr bool identity_gradient = true;  // every MX peer passes the gradient through
+  using kernel_type = mx_block_kernel;
+
+  mx_spec spec;
+  mx_block_kernel base;  ///< the variant's kernel with pre = post = 1
+
+  XQ_DECL static mx_format make(const mx_spec& s);
+  /// The block's scale 2^e from its amax (compiled: mx_block.ipp).
+  XQ_DECL float scale_of(float amax) const;
+  void block_state(const kernels::block_stats& st, float* state) const { state[0] = scale_of(st.a); }
+  /// The kernel for a block of scale `state[0]`.
+  mx_block_kernel kernel(const float* state) const {
+    mx_block_kernel k = base;
+    const float post = state[0];
+    k.post = post;
+    if (post != post) {  // a NaN block: torchao's FLOOR family divides by +Inf (its E8M0 255)
+      k.pre = (spec.variant == mx_variant::torchao_floor || spec.variant == mx_variant::torchao_ceil ||
+               spec.variant == mx_variant::torchao_even)
+                  ? INFINITY
+                  : post;
+      return k;
+    }
+    if (spec.variant == mx_variant::torchao_rceil) {
+      k.pre = post == 5.87747175e-39f ? 1.0f : 1.0f / post;  // 2^-e; 1 for e = -127
+    } else if (spec.variant == mx_variant::torchao_floor || spec.variant == mx_variant::torchao_ceil ||
+               spec.variant == mx_variant::torchao_even) {
+      k.pre = math::max(post, 1.17549435e-38f);  // max(2^e, 2^-126)
+    } else {
+      k.pre = post;
+    }
+    return k;
   }
-  for (; i < n; ++i) y[i] = k.forward(x[i]);
-}
+};
+
+/// The layout of x's blocks (checks the spec and the axis length; compiled).
+XQ_DECL kernels::block_layout mx_layout(const tensor& x, const mx_spec& s, const std::string& where);
+
 }  // namespace detail
 
 template <class Policy>
 tensor mx_quantize_dequantize(const tensor& x, const mx_spec& s, const std::string& where, std::vector<float>* scales) {
-  const kernels::channel_layout l = detail::mx_layout(x, s, where);
+  const kernels::block_layout bl = detail::mx_layout(x, s, where);
+  std::vector<float> local;
+  std::vector<float>& st = scales ? *scales : local;
+  st.assign(bl.block_count(), 0.0f);
   tensor y = tensor::from_shape(x.shape());
-  const std::size_t B = std::size_t(s.block_size), L = l.channels;
-  const std::size_t blocks = (L + B - 1) / B;
-  if (scales) scales->assign(l.outer * blocks * l.inner, 0.0f);
-  std::vector<float> in(B), out(B);
-  for (std::size_t o = 0; o < l.outer; ++o)
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const std::size_t r0 = b * B, count = std::min(B, L - r0);
-      if (l.inner == 1) {
-        const float* xp = x.data() + o * L + r0;
-        float scale = 0.0f;
-        const mx_block_kernel k = detail::mx_kernel_for_block(s, xp, count, 1, scale);
-        if (scales) (*scales)[o * blocks + b] = scale;
-        detail::mx_apply_run<Policy>(k, xp, y.data() + o * L + r0, count);
-        continue;
-      }
-      for (std::size_t i = 0; i < l.inner; ++i) {  // a block along a middle axis: gather it
-        const float* xp = x.data() + (o * L + r0) * l.inner + i;
-        for (std::size_t r = 0; r < count; ++r) in[r] = xp[r * l.inner];
-        float scale = 0.0f;
-        const mx_block_kernel k = detail::mx_kernel_for_block(s, in.data(), count, 1, scale);
-        if (scales) (*scales)[(o * blocks + b) * l.inner + i] = scale;
-        detail::mx_apply_run<Policy>(k, in.data(), out.data(), count);
-        float* yp = y.data() + (o * L + r0) * l.inner + i;
-        for (std::size_t r = 0; r < count; ++r) yp[r * l.inner] = out[r];
-      }
-    }
+  kernels::block_scaled_forward<Policy>(detail::mx_format::make(s), bl, x.data(), y.data(), st.data());
+  return y;
+}
+
+template <class Policy>
+tensor mx_apply(const tensor& x, const mx_spec& s, const std::vector<float>& scales, const std::string& where) {
+  const kernels::block_layout bl = detail::mx_layout(x, s, where);
+  if (scales.size() != bl.block_count())
+    throw argument_error(where, xq::detail::concat("a scale per block: ", bl.block_count(), " for this tensor"),
+                         xq::detail::concat(scales.size(), " scales"));
+  tensor y = tensor::from_shape(x.shape());
+  kernels::block_scaled_apply<Policy>(detail::mx_format::make(s), bl, x.data(), y.data(), scales.data());
   return y;
 }
 

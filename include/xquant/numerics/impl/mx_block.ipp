@@ -95,55 +95,37 @@ XQ_DECL int torch_ceil_log2(float a) {
 
 namespace detail {
 
-XQ_DECL kernels::channel_layout mx_layout(const tensor& x, const mx_spec& s, const std::string& where) {
+XQ_DECL kernels::block_layout mx_layout(const tensor& x, const mx_spec& s, const std::string& where) {
   validate(s, x.dimension(), where);
-  const kernels::channel_layout l = kernels::channel_layout::of(x.shape(), s.axis, where.c_str());
+  kernels::block_layout bl;
+  bl.shape = kernels::channel_layout::of(x.shape(), s.axis, where.c_str());
+  bl.block = std::size_t(s.block_size);
   const bool pads = is_microxcaling(s.variant);
-  if (!pads && l.channels % std::size_t(s.block_size) != 0)
+  if (!pads && bl.shape.channels % bl.block != 0)
     throw argument_error(where,
                          xq::detail::concat("an axis length that is a multiple of the block size ", s.block_size,
                                             " (", to_string(s.variant), " has no partial blocks; microxcaling pads them)"),
-                         xq::detail::concat("length ", l.channels, " on axis ", s.axis));
-  return l;
+                         xq::detail::concat("length ", bl.shape.channels, " on axis ", s.axis));
+  return bl;
 }
 
 inline float pow2f(int e) { return std::ldexp(1.0f, e); }  // exact, subnormals included
 
-XQ_DECL mx_block_kernel mx_kernel_for_block(const mx_spec& s, const float* x, std::size_t count, std::size_t stride,
-                                            float& scale) {
-  // amax, NaN if any value is NaN (torch.amax / torch.max propagate it)
-  float amax = 0.0f;
-  bool nan = false;
-  for (std::size_t i = 0; i < count; ++i) {
-    const float a = std::fabs(x[i * stride]);
-    if (std::isnan(a)) nan = true;
-    else if (a > amax) amax = a;
-  }
-  if (nan) amax = std::numeric_limits<float>::quiet_NaN();
+XQ_DECL mx_format mx_format::make(const mx_spec& s) {
+  mx_format f;
+  f.spec = s;
+  mx_block_kernel& k = f.base;
   const float qnan = std::numeric_limits<float>::quiet_NaN();
-  mx_block_kernel k;
   const element_type t = s.element.type;
   if (s.variant == mx_variant::modelopt_mxfp4) {
     // descale = amax / 6; e = ceil(max(log2(descale), -127)); x / exp2(e); cast_fp4; * exp2(e)
-    const float descale = amax / 6.0f;
     k.cast = element_cast::make(element_type::e2m1, {rounding::half_toward_zero, special::saturate,
                                                      special::saturate, special::nan});
     k.zero_gets_sign_bit = true;
-    if (std::isnan(descale)) {
-      k.pre = qnan;
-      k.post = qnan;
-    } else {
-      const int e = descale == 0.0f ? -127 : (std::isinf(descale) ? 128 : std::max(torch_ceil_log2(descale), -127));
-      k.pre = pow2f(e);
-      k.post = pow2f(e);
-    }
-    scale = k.post;
-    return k;
+    return f;
   }
   if (is_microxcaling(s.variant)) {
-    // microxcaling: shared = floor(log2(amax + 2^-126 * [amax == 0])) - emax; NaN above 127,
-    // -127 below; A / 2^e, round on the element grid, clamp to max_norm, * 2^e.
-    const int emax = s.element.int8 ? 0 : info(t).max_exponent;
+    // microxcaling: A / 2^e, round on the element grid, clamp to max_norm, * 2^e.
     if (s.element.int8) {
       k.cast.min_normal = 1.0f;  // sign-magnitude k/64: one step 2^-6 for every |v| < 2
       k.cast.min_step = 1.0f / 64.0f;
@@ -160,27 +142,37 @@ XQ_DECL mx_block_kernel mx_kernel_for_block(const mx_spec& s, const float* x, st
     k.cast.positive_only = false;
     k.microxcaling_even = s.variant == mx_variant::microxcaling_even;
     k.zero_is_positive = true;
-    if (!std::isfinite(amax)) {  // log2(NaN or Inf) - emax: NaN, or above 127 -> NaN
-      k.pre = qnan;
-      k.post = qnan;
-    } else {
-      const int shared = torch_floor_log2(amax == 0.0f ? pow2f(-126) : amax) - emax;
-      if (shared > 127) {
-        k.pre = qnan;
-        k.post = qnan;
-      } else {
-        const int e = std::max(shared, -127);
-        k.pre = pow2f(e);
-        k.post = pow2f(e);
-      }
-    }
-    scale = k.post;
-    return k;
+    return f;
   }
   // torchao
   const element_info& ei = info(t);
   const bool fp8 = t == element_type::e4m3fn || t == element_type::e5m2;
   k.cast = element_cast::make(t, fp8 ? torch_rule(t) : torchao_rule(t));
+  k.divide = s.variant != mx_variant::torchao_rceil;
+  k.clamp_max = (fp8 || s.variant == mx_variant::torchao_rceil) ? ei.max : INFINITY;
+  return f;
+}
+
+XQ_DECL float mx_format::scale_of(float amax) const {
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  const mx_spec& s = spec;
+  const element_type t = s.element.type;
+  if (s.variant == mx_variant::modelopt_mxfp4) {
+    const float descale = amax / 6.0f;
+    if (std::isnan(descale)) return qnan;
+    const int e = descale == 0.0f ? -127 : (std::isinf(descale) ? 128 : std::max(torch_ceil_log2(descale), -127));
+    return pow2f(e);
+  }
+  if (is_microxcaling(s.variant)) {
+    // shared = floor(log2(amax + 2^-126 * [amax == 0])) - emax; NaN above 127, -127 below;
+    // log2(NaN or Inf) - emax: NaN, or above 127 -> NaN
+    const int emax = s.element.int8 ? 0 : info(t).max_exponent;
+    if (!std::isfinite(amax)) return qnan;
+    const int shared = torch_floor_log2(amax == 0.0f ? pow2f(-126) : amax) - emax;
+    if (shared > 127) return qnan;
+    return pow2f(std::max(shared, -127));
+  }
+  const element_info& ei = info(t);
   if (s.variant == mx_variant::torchao_rceil) {
     const float descale = amax / ei.max;
     int biased;
@@ -188,12 +180,7 @@ XQ_DECL mx_block_kernel mx_kernel_for_block(const mx_spec& s, const float* x, st
     else if (std::isinf(descale)) biased = 254;
     else if (descale == 0.0f) biased = 0;
     else biased = std::min(std::max(torch_ceil_log2(descale), -127), 127) + 127;
-    k.divide = false;
-    k.pre = biased == 255 ? descale : biased == 254 ? pow2f(-127) : biased == 0 ? 1.0f : pow2f(127 - biased);
-    k.clamp_max = ei.max;
-    k.post = biased == 255 ? qnan : pow2f(biased - 127);
-    scale = k.post;
-    return k;
+    return biased == 255 ? qnan : pow2f(biased - 127);
   }
   std::uint32_t bits = math::bits_of(amax);
   if (s.variant == mx_variant::torchao_even && !std::isnan(amax)) {
@@ -202,15 +189,9 @@ XQ_DECL mx_block_kernel mx_kernel_for_block(const mx_spec& s, const float* x, st
   }
   int extracted = int((bits >> 23) & 0xFFu) - 127;
   if (s.variant == mx_variant::torchao_ceil && (bits & 0x7FFFFFu) != 0) extracted += 1;
-  int unbiased = std::min(std::max(extracted - ei.max_exponent, -127), 128);
-  int biased = std::isnan(amax) ? 255 : unbiased + 127;
-  const float scale_fp32 = math::float_of(std::uint32_t(biased) << 23);  // 255: +Inf
-  k.divide = true;
-  k.pre = std::max(scale_fp32, pow2f(-126));
-  k.clamp_max = fp8 ? ei.max : INFINITY;
-  k.post = biased == 255 ? qnan : pow2f(biased - 127);
-  scale = k.post;
-  return k;
+  const int unbiased = std::min(std::max(extracted - ei.max_exponent, -127), 128);
+  const int biased = std::isnan(amax) ? 255 : unbiased + 127;
+  return biased == 255 ? qnan : pow2f(biased - 127);
 }
 
 }  // namespace detail
