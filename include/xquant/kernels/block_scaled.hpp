@@ -8,20 +8,27 @@
 ///
 ///     static constexpr block_statistic statistic;   // what a block is reduced to
 ///     static constexpr std::size_t state_size;      // floats of state per block
+///     static constexpr std::size_t param_count;     // floats its kernel is made of
 ///     using kernel_type = ...;                      // the element functor of one block
-///     void block_state(const block_stats&, float* state) const;
-///     kernel_type kernel(const float* state) const;
+///     template <class V> void block_state(const V& a, const V& b, V* state) const;
+///     template <class V> void kernel_params(const V* state, V* params) const;
+///     kernel_type kernel(const float* params) const;
 ///
-/// and its kernel `template <class V> V forward(const V& x) const` (float and xsimd batches,
-/// the same IEEE operations, so the scalar and SIMD walkers give the same bits), and, when its
-/// gradient is not the identity (`Format::identity_gradient` false), `passes(x)` (the mask:
-/// a bool or batch_bool) and `backward(dy, m)` (m: 1.0f where the mask holds, else 0.0f). Tensor-level state (NVFP4's and FP8's per-tensor scale) lives in
-/// the format object, computed before the walk from `tensor_stats`.
+/// where `a`, `b` are the statistics (amax and 0, or min and max) and V is float or an xsimd
+/// batch: the state and the kernel's parameters of W blocks are computed at once, lane by lane
+/// with the same IEEE operations as for one block (a format whose state needs scalar code,
+/// such as a table lookup, sets `vector_state = false` and gets V = float only). The kernel's
+/// `template <class V> V forward(const V& x) const` works on floats and batches alike, so the
+/// scalar and SIMD walkers give the same bits; when the gradient is not the identity
+/// (`Format::identity_gradient` false), `passes(x)` (the mask: a bool or batch_bool) and
+/// `backward(dy, m)` (m: 1.0f where the mask holds, else 0.0f). Tensor-level state (NVFP4's
+/// and FP8's per-tensor scale) lives in the format object, computed before the walk from
+/// `tensor_stats`.
 ///
-/// Why one walker: every block runs three steps while its values are in L1: the statistics
-/// (SIMD), the state (scalar, once per block), the kernel (SIMD). The state comes from the
-/// statistics through `block_state` and is also what a quantizer keeps: `block_scaled_apply`
-/// runs the kernels of a given state (observation off), and gives the same bits as
+/// How a row is walked, a chunk of up to 64 blocks at a time while it sits in L1: the blocks'
+/// statistics (SIMD within a block), their states and kernel parameters (SIMD across blocks),
+/// then each block's kernel (SIMD within the block). The state is also what a quantizer keeps:
+/// `block_scaled_apply` starts from a given state (observation off) and gives the same bits as
 /// `block_scaled_forward` did for the tensor the state came from.
 ///
 /// Blocks along the last axis (inner == 1) are contiguous. Along another axis, each (outer,
@@ -246,34 +253,114 @@ inline void scatter_mask(const bool* in, std::size_t count, std::size_t inner, b
     for (std::size_t i = 0; i < inner; ++i) dst[r * inner + i] = in[i * count + r];
 }
 
-/// Walks the block rows [row_begin, row_end) of contiguous rows (inner == 1, or the
-/// transposed slab of one (outer, block): then `stride` = count and rows are `inner`).
-/// `state_at(row, b)` gives the state slot of block b of a row; Observe: compute it.
-template <class Policy, class Format, bool Observe>
-void walk_rows(const Format& f, block_statistic kind, std::size_t tile_rows, const float* x, float* y, bool* mask,
-               std::size_t row_begin, std::size_t row_end, std::size_t row_length, std::size_t row_stride,
-               std::size_t block, std::size_t block_begin, std::size_t block_end, float* const* row_state,
-               std::size_t state_stride) {
+template <class Format, class = void>
+struct has_vector_state : std::true_type {};
+template <class Format>
+struct has_vector_state<Format, std::void_t<decltype(Format::vector_state)>>
+    : std::bool_constant<bool(Format::vector_state)> {};
+
+/// Blocks per chunk: their statistics, states and parameters sit in arrays on the stack.
+inline constexpr std::size_t chunk_blocks = 64;
+
+/// States of `count` blocks from their statistics (planar arrays), W blocks at a time.
+template <class Policy, class Format>
+XQ_ALWAYS_INLINE void chunk_states(const Format& f, const float* sa, const float* sb,
+                                   float (*st)[chunk_blocks], std::size_t count) {
   constexpr std::size_t S = Format::state_size;
+  std::size_t i = 0;
+  if constexpr (is_simd_policy_v<Policy> && has_vector_state<Format>::value) {
+    using B = xsimd::batch<float, typename Policy::arch_type>;
+    for (; i + B::size <= count; i += B::size) {
+      B out[S];
+      f.block_state(B::load_aligned(sa + i), B::load_aligned(sb + i), out);
+      for (std::size_t k = 0; k < S; ++k) out[k].store_aligned(st[k] + i);
+    }
+  }
+  for (; i < count; ++i) {
+    float out[S];
+    f.block_state(sa[i], sb[i], out);
+    for (std::size_t k = 0; k < S; ++k) st[k][i] = out[k];
+  }
+}
+
+/// Kernel parameters of `count` blocks from their states (planar arrays), W blocks at a time.
+template <class Policy, class Format>
+XQ_ALWAYS_INLINE void chunk_params(const Format& f, float (*st)[chunk_blocks], float (*pr)[chunk_blocks],
+                                   std::size_t count) {
+  constexpr std::size_t S = Format::state_size, P = Format::param_count;
+  std::size_t i = 0;
+  if constexpr (is_simd_policy_v<Policy>) {
+    using B = xsimd::batch<float, typename Policy::arch_type>;
+    for (; i + B::size <= count; i += B::size) {
+      B in[S], out[P];
+      for (std::size_t k = 0; k < S; ++k) in[k] = B::load_aligned(st[k] + i);
+      f.kernel_params(in, out);
+      for (std::size_t k = 0; k < P; ++k) out[k].store_aligned(pr[k] + i);
+    }
+  }
+  for (; i < count; ++i) {
+    float in[S], out[P];
+    for (std::size_t k = 0; k < S; ++k) in[k] = st[k][i];
+    f.kernel_params(in, out);
+    for (std::size_t k = 0; k < P; ++k) pr[k][i] = out[k];
+  }
+}
+
+template <class Format>
+XQ_ALWAYS_INLINE typename Format::kernel_type kernel_at(const Format& f, float (*pr)[chunk_blocks], std::size_t b) {
+  constexpr std::size_t P = Format::param_count;
+  float p[P];
+  for (std::size_t k = 0; k < P; ++k) p[k] = pr[k][b];
+  return f.kernel(p);
+}
+
+/// Walks the block rows [row_begin, row_end), each `row_length` values `row_stride` apart
+/// (inner == 1, or the transposed slab of one (outer, block): then rows are `inner` and the
+/// length is the block's). `row_state[r - row_begin]` is row r's first block state, block b's
+/// `b * state_stride` floats on. Observe: compute the states; else read them.
+template <class Policy, class Format, bool Observe>
+void walk_rows(const Format& f, std::size_t tile_rows, const float* x, float* y, bool* mask, std::size_t row_begin,
+               std::size_t row_end, std::size_t row_length, std::size_t row_stride, std::size_t block,
+               float* const* row_state, std::size_t state_stride) {
+  constexpr std::size_t S = Format::state_size, P = Format::param_count, C = chunk_blocks;
+  const block_statistic kind = Format::statistic;
+  alignas(64) float sa[C], sb[C], st[S][C], pr[P][C];
+  const std::size_t nb = (row_length + block - 1) / block;
   for (std::size_t r0 = row_begin; r0 < row_end; r0 += tile_rows) {
     const std::size_t r1 = std::min(row_end, r0 + tile_rows);
-    for (std::size_t b = block_begin; b < block_end; ++b) {
-      const std::size_t c0 = b * block, count = std::min(block, row_length - c0);
-      float* first_state = row_state[r0 - row_begin] + (b - block_begin) * state_stride;
+    for (std::size_t b0 = 0; b0 < nb; b0 += C) {
+      const std::size_t cb = std::min(C, nb - b0);
       if constexpr (Observe) {
-        float lo, hi;
-        start_stats(kind, lo, hi);
-        bool any_nan = false;
-        for (std::size_t r = r0; r < r1; ++r)
-          accumulate_stats<Policy>(kind, x + r * row_stride + c0, count, lo, hi, any_nan);
-        f.block_state(finish_stats(kind, lo, hi, any_nan), first_state);
-        for (std::size_t r = r0 + 1; r < r1; ++r)
-          std::memcpy(row_state[r - row_begin] + (b - block_begin) * state_stride, first_state, S * sizeof(float));
+        for (std::size_t b = 0; b < cb; ++b) {
+          const std::size_t c0 = (b0 + b) * block, count = std::min(block, row_length - c0);
+          float lo, hi;
+          start_stats(kind, lo, hi);
+          bool any_nan = false;
+          for (std::size_t r = r0; r < r1; ++r)
+            accumulate_stats<Policy>(kind, x + r * row_stride + c0, count, lo, hi, any_nan);
+          const block_stats bs = finish_stats(kind, lo, hi, any_nan);
+          sa[b] = bs.a;
+          sb[b] = bs.b;
+        }
+        chunk_states<Policy>(f, sa, sb, st, cb);
+        for (std::size_t r = r0; r < r1; ++r) {
+          float* out = row_state[r - row_begin] + b0 * state_stride;
+          for (std::size_t b = 0; b < cb; ++b)
+            for (std::size_t k = 0; k < S; ++k) out[b * state_stride + k] = st[k][b];
+        }
+      } else {
+        const float* in = row_state[r0 - row_begin] + b0 * state_stride;
+        for (std::size_t b = 0; b < cb; ++b)
+          for (std::size_t k = 0; k < S; ++k) st[k][b] = in[b * state_stride + k];
       }
-      const auto kernel = f.kernel(first_state);
-      for (std::size_t r = r0; r < r1; ++r)
-        apply_run<Policy, Format>(kernel, x + r * row_stride + c0, y + r * row_stride + c0,
-                                  mask ? mask + r * row_stride + c0 : nullptr, count);
+      chunk_params<Policy>(f, st, pr, cb);
+      for (std::size_t b = 0; b < cb; ++b) {
+        const std::size_t c0 = (b0 + b) * block, count = std::min(block, row_length - c0);
+        const auto kernel = kernel_at(f, pr, b);
+        for (std::size_t r = r0; r < r1; ++r)
+          apply_run<Policy, Format>(kernel, x + r * row_stride + c0, y + r * row_stride + c0,
+                                    mask ? mask + r * row_stride + c0 : nullptr, count);
+      }
     }
   }
 }
@@ -281,22 +368,22 @@ void walk_rows(const Format& f, block_statistic kind, std::size_t tile_rows, con
 template <class Policy, class Format, bool Observe>
 void block_scaled_walk(const Format& f, const block_layout& bl, const float* x, float* y, float* state, bool* mask) {
   constexpr std::size_t S = Format::state_size;
-  const block_statistic kind = Format::statistic;
   const std::size_t outer = bl.shape.outer, L = bl.shape.channels, inner = bl.shape.inner;
   const std::size_t nb = bl.blocks_per_row(), B = bl.block, T = bl.tile_rows;
   const std::size_t n = bl.shape.size();
   if (n == 0) return;
   const bool worth_threads = n >= XQ_PARALLEL_THRESHOLD;
   if (inner == 1) {
-    // rows = outer; row o's state: state + o * nb * S
+    // rows = outer; row o's states start at state + o * nb * S
     parallel_chunks(worth_threads ? max_threads() : 1, outer, T, [&](std::size_t begin, std::size_t end) {
       std::vector<float*> row_state(end - begin);
       for (std::size_t o = begin; o < end; ++o) row_state[o - begin] = state + o * nb * S;
-      walk_rows<Policy, Format, Observe>(f, kind, T, x, y, mask, begin, end, L, L, B, 0, nb, row_state.data(), S);
+      walk_rows<Policy, Format, Observe>(f, T, x, y, mask, begin, end, L, L, B, row_state.data(), S);
     });
     return;
   }
-  // Blocks along a middle axis: one (outer, block) slab at a time, transposed.
+  // Blocks along a middle axis: one (outer, block) slab at a time, transposed; its rows are
+  // the `inner` columns, each one block long, their states `inner * S` floats apart.
   const std::size_t slabs = outer * nb;
   parallel_chunks(worth_threads ? max_threads() : 1, slabs, 1, [&](std::size_t begin, std::size_t end) {
     std::vector<float> in(B * inner), out(B * inner);
@@ -305,11 +392,10 @@ void block_scaled_walk(const Format& f, const block_layout& bl, const float* x, 
     for (std::size_t s = begin; s < end; ++s) {
       const std::size_t o = s / nb, b = s % nb;
       const std::size_t c0 = b * B, count = std::min(B, L - c0);
-      const float* src = x + (o * L + c0) * inner;
-      gather_slab(src, count, inner, in.data());
+      gather_slab(x + (o * L + c0) * inner, count, inner, in.data());
       for (std::size_t i = 0; i < inner; ++i) row_state[i] = state + ((o * nb + b) * inner + i) * S;
       bool* m = mask ? reinterpret_cast<bool*>(mbuf.data()) : nullptr;
-      walk_rows<Policy, Format, Observe>(f, kind, T, in.data(), out.data(), m, 0, inner, count, count, count, 0, 1,
+      walk_rows<Policy, Format, Observe>(f, T, in.data(), out.data(), m, 0, inner, count, count, count,
                                          row_state.data(), S);
       scatter_slab(out.data(), count, inner, y + (o * L + c0) * inner);
       if (mask) scatter_mask(m, count, inner, mask + (o * L + c0) * inner);
@@ -385,7 +471,7 @@ void block_scaled_backward(const Format& f, const block_layout& bl, const bool* 
     if (dx != dy) std::memcpy(dx, dy, n * sizeof(float));
     return;
   } else {
-    constexpr std::size_t S = Format::state_size;
+    constexpr std::size_t S = Format::state_size, P = Format::param_count;
     const std::size_t outer = bl.shape.outer, L = bl.shape.channels, inner = bl.shape.inner;
     const std::size_t nb = bl.blocks_per_row(), B = bl.block;
     const bool worth_threads = n >= XQ_PARALLEL_THRESHOLD;
@@ -394,15 +480,21 @@ void block_scaled_backward(const Format& f, const block_layout& bl, const bool* 
         for (std::size_t b = 0; b < nb; ++b) {
           const std::size_t c0 = b * B, count = std::min(B, L - c0);
           if (inner == 1) {
+            float p[P];
+            f.kernel_params(state + (o * nb + b) * S, p);
             const std::size_t at = o * L + c0;
-            detail::backward_run<Policy>(f.kernel(state + (o * nb + b) * S), mask + at, dy + at, dx + at, count);
+            detail::backward_run<Policy>(f.kernel(p), mask + at, dy + at, dx + at, count);
             continue;
           }
-          for (std::size_t r = 0; r < count; ++r)  // a middle axis: each row of the slab, per inner column
-            for (std::size_t i = 0; i < inner; ++i) {
+          for (std::size_t i = 0; i < inner; ++i) {  // a middle axis: each column of the slab
+            float p[P];
+            f.kernel_params(state + ((o * nb + b) * inner + i) * S, p);
+            const auto k = f.kernel(p);
+            for (std::size_t r = 0; r < count; ++r) {
               const std::size_t at = (o * L + c0 + r) * inner + i;
-              dx[at] = f.kernel(state + ((o * nb + b) * inner + i) * S).backward(dy[at], mask[at] ? 1.0f : 0.0f);
+              dx[at] = k.backward(dy[at], mask[at] ? 1.0f : 0.0f);
             }
+          }
         }
     });
   }

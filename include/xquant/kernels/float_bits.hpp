@@ -45,6 +45,8 @@ XQ_HOST_DEVICE XQ_ALWAYS_INLINE float copy_sign_bit(float m, float s) {
 }
 /// x with its sign bit inverted (NaN included; a negation may keep a NaN's sign).
 XQ_HOST_DEVICE XQ_ALWAYS_INLINE float flip_sign_bit(float x) { return float_of(bits_of(x) ^ 0x80000000u); }
+/// 1 / x for x a normal power of two (exact): the exponent field mirrored around the bias.
+XQ_HOST_DEVICE XQ_ALWAYS_INLINE float reciprocal_pow2(float x) { return float_of(0x7F000000u - bits_of(x)); }
 XQ_HOST_DEVICE XQ_ALWAYS_INLINE float ceil(float x) {
 #if defined(__CUDA_ARCH__)
   return ::ceilf(x);
@@ -70,6 +72,11 @@ XQ_ALWAYS_INLINE xsimd::batch<float, A> copy_sign_bit(const xsimd::batch<float, 
 template <class A>
 XQ_ALWAYS_INLINE xsimd::batch<float, A> flip_sign_bit(const xsimd::batch<float, A>& x) {
   return xsimd::bitwise_xor(x, xsimd::batch<float, A>(float_of(0x80000000u)));
+}
+template <class A>
+XQ_ALWAYS_INLINE xsimd::batch<float, A> reciprocal_pow2(const xsimd::batch<float, A>& x) {
+  using ints = xsimd::batch<std::int32_t, A>;
+  return xsimd::bitwise_cast<xsimd::batch<float, A>>(ints(0x7F000000) - xsimd::bitwise_cast<ints>(x));
 }
 template <class A>
 XQ_ALWAYS_INLINE xsimd::batch<float, A> ceil(const xsimd::batch<float, A>& x) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../config.hpp"
@@ -76,59 +77,78 @@ tensor fp8_backward(const tensor& x, const tensor& dy, const fp8_spec& s, const 
 namespace xq::low_bit::detail {
 
 /// One row's FP8 kernel: q = cast(clamp(x / s)) · s (torchao) or cast(x · S) · (1 / S) (TE).
+template <fp8_variant Var>
 struct fp8_kernel {
   element_cast cast;
   float pre = 1.0f, post = 1.0f, max = 448.0f;
-  bool divide = true;
 
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
-    V t = divide ? x / V(pre) : x * V(pre);
-    if (divide) t = math::min(math::max(t, V(-max)), V(max));  // torch.clamp keeps NaN
-    return cast.forward(t) * V(post);
+    if constexpr (Var == fp8_variant::torchao) {
+      const V t = math::min(math::max(x / V(pre), V(-max)), V(max));  // torch.clamp keeps NaN
+      return cast.forward_rounded<rounding::half_even>(t) * V(post);
+    } else {
+      return cast.forward_rounded<rounding::half_even>(x * V(pre)) * V(post);
+    }
   }
 };
 
+template <fp8_variant Var>
 struct fp8_format {
   static constexpr kernels::block_statistic statistic = kernels::block_statistic::abs_max;
   static constexpr std::size_t state_size = 1;
+  static constexpr std::size_t param_count = 2;
   static constexpr bool identity_gradient = true;  // torchao's backward is fp8_backward's own
-  using kernel_type = fp8_kernel;
+  using kernel_type = fp8_kernel<Var>;
 
-  fp8_variant variant = fp8_variant::torchao;
   element_cast cast;
   float max = 448.0f;
 
-  XQ_DECL static fp8_format make(const fp8_spec& s);
-
-  void block_state(const kernels::block_stats& st, float* state) const { state[0] = st.a; }
-
-  /// torchao's s = amax / max; TE's S = max / amax, fixed for Inf and 0.
-  float scale_of(float amax) const {
-    if (variant == fp8_variant::torchao) return amax / max;
-    float scale = max / amax;  // torch.div(fp8_max, amax)
-    if (scale == std::numeric_limits<float>::infinity()) scale = std::numeric_limits<float>::max();
-    if (amax == 0.0f) scale = 1.0f;
-    return scale;
+  template <class V>
+  XQ_HOST_DEVICE void block_state(const V& amax, const V&, V* state) const {
+    state[0] = amax;
   }
 
-  fp8_kernel kernel(const float* state) const {
-    fp8_kernel k;
+  /// torchao's s = amax / max; TE's S = max / amax, fixed for Inf and 0.
+  template <class V>
+  XQ_HOST_DEVICE V scale_of(const V& amax) const {
+    if constexpr (Var == fp8_variant::torchao) {
+      return amax / V(max);
+    } else {
+      V scale = V(max) / amax;  // torch.div(fp8_max, amax)
+      scale = math::select(scale == V(INFINITY), V(3.40282347e38f), scale);
+      return math::select(amax == V(0.0f), V(1.0f), scale);
+    }
+  }
+
+  template <class V>
+  XQ_HOST_DEVICE void kernel_params(const V* state, V* p) const {
+    const V scale = scale_of(state[0]);
+    p[0] = scale;
+    p[1] = Var == fp8_variant::torchao ? scale : V(1.0f) / scale;  // TE: torch.reciprocal
+  }
+
+  XQ_HOST_DEVICE kernel_type kernel(const float* p) const {
+    kernel_type k;
     k.cast = cast;
     k.max = max;
-    const float scale = scale_of(state[0]);
-    if (variant == fp8_variant::torchao) {
-      k.pre = scale;
-      k.post = scale;
-      k.divide = true;
-    } else {
-      k.pre = scale;
-      k.post = 1.0f / scale;  // torch.reciprocal
-      k.divide = false;
-    }
+    k.pre = p[0];
+    k.post = p[1];
     return k;
   }
 };
+
+/// Calls fn(format) with the format of s's variant.
+template <class Fn>
+void visit_fp8(const fp8_spec& s, Fn&& fn) {
+  const auto run = [&](auto f) {
+    f.cast = element_cast::make(s.element, torch_rule(s.element));
+    f.max = info(s.element).max;
+    fn(f);
+  };
+  if (s.variant == fp8_variant::transformer_engine) return run(fp8_format<fp8_variant::transformer_engine>{});
+  run(fp8_format<fp8_variant::torchao>{});
+}
 
 }  // namespace xq::low_bit::detail
 
@@ -137,18 +157,22 @@ namespace xq::low_bit {
 template <class Policy>
 tensor fp8_quantize_dequantize(const tensor& x, const fp8_spec& s, const std::string& where, fp8_state* state) {
   const kernels::block_layout bl = fp8_layout(x, s, where);
-  const detail::fp8_format f = detail::fp8_format::make(s);
   fp8_state local;
   fp8_state& st = state ? *state : local;
   tensor y = tensor::from_shape(x.shape());
-  if (s.granularity == fp8_granularity::per_tensor) {
+  if (s.granularity == fp8_granularity::per_tensor)
     st.amax.assign(1, kernels::tensor_stats<Policy>(kernels::block_statistic::abs_max, x.data(), x.size()).a);
-    kernels::elementwise_apply<Policy, detail::fp8_format>(f.kernel(st.amax.data()), x.data(), y.data(), nullptr,
-                                                           x.size());
-    return y;
-  }
-  st.amax.assign(bl.block_count(), 0.0f);
-  kernels::block_scaled_forward<Policy>(f, bl, x.data(), y.data(), st.amax.data());
+  else
+    st.amax.assign(bl.block_count(), 0.0f);
+  detail::visit_fp8(s, [&](const auto& f) {
+    if (s.granularity == fp8_granularity::per_tensor) {
+      float p[2];
+      f.kernel_params(st.amax.data(), p);
+      kernels::elementwise_apply<Policy, std::decay_t<decltype(f)>>(f.kernel(p), x.data(), y.data(), nullptr, x.size());
+    } else {
+      kernels::block_scaled_forward<Policy>(f, bl, x.data(), y.data(), st.amax.data());
+    }
+  });
   return y;
 }
 
@@ -159,13 +183,16 @@ tensor fp8_apply(const tensor& x, const fp8_spec& s, const fp8_state& state, con
   if (state.amax.size() != want)
     throw argument_error(where, xq::detail::concat("a state of ", want, " amax values for this tensor"),
                          xq::detail::concat(state.amax.size(), " values"));
-  const detail::fp8_format f = detail::fp8_format::make(s);
   tensor y = tensor::from_shape(x.shape());
-  if (s.granularity == fp8_granularity::per_tensor)
-    kernels::elementwise_apply<Policy, detail::fp8_format>(f.kernel(state.amax.data()), x.data(), y.data(), nullptr,
-                                                           x.size());
-  else
-    kernels::block_scaled_apply<Policy>(f, bl, x.data(), y.data(), state.amax.data());
+  detail::visit_fp8(s, [&](const auto& f) {
+    if (s.granularity == fp8_granularity::per_tensor) {
+      float p[2];
+      f.kernel_params(state.amax.data(), p);
+      kernels::elementwise_apply<Policy, std::decay_t<decltype(f)>>(f.kernel(p), x.data(), y.data(), nullptr, x.size());
+    } else {
+      kernels::block_scaled_apply<Policy>(f, bl, x.data(), y.data(), state.amax.data());
+    }
+  });
   return y;
 }
 

@@ -114,28 +114,38 @@ struct element_cast {
   /// The functor for element type `t` under `rule`.
   XQ_DECL static element_cast make(element_type t, const cast_rule& rule);
 
-  template <class V>
-  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V magnitude(const V& a) const {
+  /// |x| (a >= 0, not NaN) on the grid with the rounding R, specials mapped.
+  template <rounding R, class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V magnitude_rounded(const V& a) const {
     // a's power of two (its exponent field alone; 0 for a zero or subnormal a), at least
     // the smallest normal, times 2^-m: the step of a's binade on the element's grid.
-    // Every operation below is exact but the rounding itself.
-    const V step = math::max(math::pow2_floor(math::min(a, V(4.0f * max))), V(min_normal)) * V(inv_mantissa);
-    const V v = math::min(a, V(4.0f * max)) / step;
+    // Every operation below is exact but the rounding itself; the step is a power of two,
+    // so multiplying by its reciprocal is the division (computed from its bits when the
+    // step is a normal float, as for every element type but E8M0).
+    const V c = math::min(a, V(4.0f * max));
+    const V step = math::max(math::pow2_floor(c), V(min_normal)) * V(inv_mantissa);
+    const V v = min_step >= 1.17549435e-38f ? c * math::reciprocal_pow2(step) : c / step;
     V r;
-    if (round == rounding::half_even) r = math::round_half_even(v);
-    else if (round == rounding::half_away) r = math::round_half_up(v);
+    if constexpr (R == rounding::half_even) r = math::round_half_even(v);
+    else if constexpr (R == rounding::half_away) r = math::round_half_up(v);
     else r = math::ceil(v - V(0.5f));
     const V q = r * step;
     V out = math::select(q > V(max), V(overflow_value), q);
     out = math::select(a == V(INFINITY), V(infinity_value), out);
     return out;
   }
-
-  /// The element's value as a float32.
   template <class V>
-  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V magnitude(const V& a) const {
+    if (round == rounding::half_even) return magnitude_rounded<rounding::half_even>(a);
+    if (round == rounding::half_away) return magnitude_rounded<rounding::half_away>(a);
+    return magnitude_rounded<rounding::half_toward_zero>(a);
+  }
+
+  /// The element's value as a float32, with the rounding R (what `round` says: `forward`).
+  template <rounding R, class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward_rounded(const V& x) const {
     const V a = math::abs(x);
-    V out = math::copy_sign_bit(magnitude(a), x);
+    V out = math::copy_sign_bit(magnitude_rounded<R>(a), x);
     const auto is_nan = math::logical_not(a == a);  // (xsimd's != is an ordered compare)
     const V nan_out = flip_nan_sign ? math::copy_sign_bit(V(nan_value), math::flip_sign_bit(x)) : math::copy_sign_bit(V(nan_value), x);
     out = math::select(is_nan, nan_out, out);
@@ -147,6 +157,13 @@ struct element_cast {
       out = math::select(x > V(0.0f), out, V(NAN));
     }
     return out;
+  }
+  /// The element's value as a float32.
+  template <class V>
+  XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
+    if (round == rounding::half_even) return forward_rounded<rounding::half_even>(x);
+    if (round == rounding::half_away) return forward_rounded<rounding::half_away>(x);
+    return forward_rounded<rounding::half_toward_zero>(x);
   }
 };
 

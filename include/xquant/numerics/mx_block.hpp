@@ -106,30 +106,35 @@ tensor mx_apply(const tensor& x, const mx_spec& s, const std::vector<float>& sca
 
 namespace xq::low_bit {
 
-/// One block's elements: y = cast(clamp(x ⊘ pre)) * post, ⊘ a division or a product.
-struct mx_block_kernel {
+/// One block's elements for variant Var: y = cast(clamp(x ⊘ pre)) * post, ⊘ a division (a
+/// product for torchao's RCEIL). The variant fixes the rounding and the zero rules at compile
+/// time; the element type's grid is the cast's data.
+template <mx_variant Var>
+struct mx_kernel {
   element_cast cast;
-  float pre = 1.0f;        ///< the divisor (divide) or the multiplier
-  float post = 1.0f;       ///< the dequantization scale (NaN: the whole block is NaN)
-  float clamp_max = INFINITY;  ///< torchao clamps the scaled fp8 values first (NaN kept)
-  bool divide = true;
-  bool zero_gets_sign_bit = false;  ///< ModelOpt's cast_fp4: a zero becomes -0
-  bool microxcaling_even = false;   ///< floor(v + 0.5) minus one on an even tie, in float32
-  bool zero_is_positive = false;    ///< microxcaling: sign(±0) * ... gives +0 for a zero input
+  float pre = 1.0f;            ///< the divisor (divide) or the multiplier
+  float post = 1.0f;           ///< the dequantization scale (NaN: the whole block is NaN)
+  float clamp_max = INFINITY;  ///< torchao clamps the scaled values first (NaN kept)
+
+  static constexpr bool microxcaling = Var == mx_variant::microxcaling_nearest || Var == mx_variant::microxcaling_even;
+  static constexpr rounding round = Var == mx_variant::modelopt_mxfp4 ? rounding::half_toward_zero
+                                    : microxcaling                    ? rounding::half_away
+                                                                      : rounding::half_even;
 
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
-    V t = divide ? x / V(pre) : x * V(pre);
+    V t = Var == mx_variant::torchao_rceil ? x * V(pre) : x / V(pre);
     // torch.clamp keeps NaN: min/max keep the first argument when the compare fails.
-    t = math::min(math::max(t, V(-clamp_max)), V(clamp_max));
+    if constexpr (!microxcaling && Var != mx_variant::modelopt_mxfp4)
+      t = math::min(math::max(t, V(-clamp_max)), V(clamp_max));
     V q;
-    if (microxcaling_even) {
+    if constexpr (Var == mx_variant::microxcaling_even) {
       // microxcaling's "even": sign * (floor(|v| + 0.5) - [(|v| - 0.5) % 2 == 0]) on the
       // element grid; as the grid step scales |v| by a power of two, done here on v/step.
       const V a = math::abs(t);
-      const V step = math::max(math::pow2_floor(math::min(a, V(4.0f * cast.max))), V(cast.min_normal)) *
-                     V(cast.inv_mantissa);
-      const V v = math::min(a, V(4.0f * cast.max)) / step;
+      const V c = math::min(a, V(4.0f * cast.max));
+      const V step = math::max(math::pow2_floor(c), V(cast.min_normal)) * V(cast.inv_mantissa);
+      const V v = c * math::reciprocal_pow2(step);  // exact: step is a normal power of two
       const V h = v - V(0.5f);
       const auto even_tie = math::logical_and(h >= V(0.0f), h - V(2.0f) * math::floor(h * V(0.5f)) == V(0.0f));
       const V r = math::round_half_up(v) - math::as_float(even_tie);
@@ -137,54 +142,88 @@ struct mx_block_kernel {
       q = math::copy_sign_bit(m, t);
       q = math::select(math::logical_not(a == a), t, q);
     } else {
-      q = cast.forward(t);
+      q = cast.forward_rounded<round>(t);
     }
-    if (zero_gets_sign_bit) q = math::select(t == V(0.0f), V(-0.0f), q);
-    if (zero_is_positive) q = math::select(t == V(0.0f), V(0.0f), q);
+    if constexpr (Var == mx_variant::modelopt_mxfp4) q = math::select(t == V(0.0f), V(-0.0f), q);  // cast_fp4
+    if constexpr (microxcaling) q = math::select(t == V(0.0f), V(0.0f), q);  // sign(±0) * ... = +0
     return q * V(post);
   }
 };
 
 namespace detail {
 
-/// The MX format of a spec for the block walker: a block's state is its dequantization scale
-/// 2^e (NaN for a NaN block), and the kernel follows from it and the variant.
+/// The block scale 2^e of an MX block of amax `amax` under s (compiled: mx_block.ipp).
+XQ_DECL float mx_scale_of(const mx_spec& s, float amax);
+
+/// The MX format of a spec and variant for the block walker: a block's state is its
+/// dequantization scale 2^e (NaN for a NaN block: torch's log2 tables make it scalar code),
+/// and the kernel's divisor or multiplier follows from it.
+template <mx_variant Var>
 struct mx_format {
   static constexpr kernels::block_statistic statistic = kernels::block_statistic::abs_max;
   static constexpr std::size_t state_size = 1;
+  static constexpr std::size_t param_count = 2;
+  static constexpr bool vector_state = false;
   static constexpr bool identity_gradient = true;  // every MX peer passes the gradient through
-  using kernel_type = mx_block_kernel;
+  using kernel_type = mx_kernel<Var>;
+  static constexpr bool floor_family =
+      Var == mx_variant::torchao_floor || Var == mx_variant::torchao_ceil || Var == mx_variant::torchao_even;
 
   mx_spec spec;
-  mx_block_kernel base;  ///< the variant's kernel with pre = post = 1
+  element_cast cast;
+  float clamp_max = INFINITY;
 
-  XQ_DECL static mx_format make(const mx_spec& s);
   /// The block's scale 2^e from its amax (compiled: mx_block.ipp).
-  XQ_DECL float scale_of(float amax) const;
-  void block_state(const kernels::block_stats& st, float* state) const { state[0] = scale_of(st.a); }
-  /// The kernel for a block of scale `state[0]`.
-  mx_block_kernel kernel(const float* state) const {
-    mx_block_kernel k = base;
-    const float post = state[0];
-    k.post = post;
-    if (post != post) {  // a NaN block: torchao's FLOOR family divides by +Inf (its E8M0 255)
-      k.pre = (spec.variant == mx_variant::torchao_floor || spec.variant == mx_variant::torchao_ceil ||
-               spec.variant == mx_variant::torchao_even)
-                  ? INFINITY
-                  : post;
-      return k;
-    }
-    if (spec.variant == mx_variant::torchao_rceil) {
-      k.pre = post == 5.87747175e-39f ? 1.0f : 1.0f / post;  // 2^-e; 1 for e = -127
-    } else if (spec.variant == mx_variant::torchao_floor || spec.variant == mx_variant::torchao_ceil ||
-               spec.variant == mx_variant::torchao_even) {
-      k.pre = math::max(post, 1.17549435e-38f);  // max(2^e, 2^-126)
+  float scale_of(float amax) const { return mx_scale_of(spec, amax); }
+  template <class V>
+  void block_state(const V& amax, const V&, V* state) const {
+    state[0] = scale_of(amax);
+  }
+  template <class V>
+  XQ_HOST_DEVICE void kernel_params(const V* state, V* p) const {
+    const V post = state[0];
+    p[1] = post;
+    if constexpr (Var == mx_variant::torchao_rceil) {
+      p[0] = math::select(post == V(5.87747175e-39f), V(1.0f), V(1.0f) / post);  // 2^-e; 1 for e = -127
+    } else if constexpr (floor_family) {
+      // max(2^e, 2^-126); a NaN block divides by +Inf (its E8M0 code 255 read as a float)
+      p[0] = math::select(post == post, math::max(post, V(1.17549435e-38f)), V(INFINITY));
     } else {
-      k.pre = post;
+      p[0] = post;
     }
+  }
+  XQ_HOST_DEVICE kernel_type kernel(const float* p) const {
+    kernel_type k;
+    k.cast = cast;
+    k.clamp_max = clamp_max;
+    k.pre = p[0];
+    k.post = p[1];
     return k;
   }
 };
+
+/// The element cast and clamp of a spec (compiled: mx_block.ipp).
+XQ_DECL void mx_element_cast(const mx_spec& s, element_cast& cast, float& clamp_max);
+
+/// Calls fn(format) with the format of s's variant.
+template <class Fn>
+void visit_mx(const mx_spec& s, Fn&& fn) {
+  const auto run = [&](auto f) {
+    f.spec = s;
+    mx_element_cast(s, f.cast, f.clamp_max);
+    fn(f);
+  };
+  switch (s.variant) {
+    case mx_variant::torchao_floor: return run(mx_format<mx_variant::torchao_floor>{});
+    case mx_variant::torchao_ceil: return run(mx_format<mx_variant::torchao_ceil>{});
+    case mx_variant::torchao_even: return run(mx_format<mx_variant::torchao_even>{});
+    case mx_variant::microxcaling_nearest: return run(mx_format<mx_variant::microxcaling_nearest>{});
+    case mx_variant::microxcaling_even: return run(mx_format<mx_variant::microxcaling_even>{});
+    case mx_variant::modelopt_mxfp4: return run(mx_format<mx_variant::modelopt_mxfp4>{});
+    case mx_variant::torchao_rceil: break;
+  }
+  run(mx_format<mx_variant::torchao_rceil>{});
+}
 
 /// The layout of x's blocks (checks the spec and the axis length; compiled).
 XQ_DECL kernels::block_layout mx_layout(const tensor& x, const mx_spec& s, const std::string& where);
@@ -198,7 +237,7 @@ tensor mx_quantize_dequantize(const tensor& x, const mx_spec& s, const std::stri
   std::vector<float>& st = scales ? *scales : local;
   st.assign(bl.block_count(), 0.0f);
   tensor y = tensor::from_shape(x.shape());
-  kernels::block_scaled_forward<Policy>(detail::mx_format::make(s), bl, x.data(), y.data(), st.data());
+  detail::visit_mx(s, [&](const auto& f) { kernels::block_scaled_forward<Policy>(f, bl, x.data(), y.data(), st.data()); });
   return y;
 }
 
@@ -209,7 +248,7 @@ tensor mx_apply(const tensor& x, const mx_spec& s, const std::vector<float>& sca
     throw argument_error(where, xq::detail::concat("a scale per block: ", bl.block_count(), " for this tensor"),
                          xq::detail::concat(scales.size(), " scales"));
   tensor y = tensor::from_shape(x.shape());
-  kernels::block_scaled_apply<Policy>(detail::mx_format::make(s), bl, x.data(), y.data(), scales.data());
+  detail::visit_mx(s, [&](const auto& f) { kernels::block_scaled_apply<Policy>(f, bl, x.data(), y.data(), scales.data()); });
   return y;
 }
 

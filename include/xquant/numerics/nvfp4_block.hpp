@@ -108,59 +108,62 @@ XQ_DECL void nvfp4_scales(const nvfp4_spec& s, const nvfp4_state& state, std::ve
 namespace xq::low_bit::detail {
 
 /// E2M1 magnitudes rounded to nearest even and saturated at 6 (NaN handled by the caller).
+/// The grid step is a power of two, so c · (1 / step) is exact, as c / step would be.
 template <class V>
 XQ_HOST_DEVICE XQ_ALWAYS_INLINE V e2m1_magnitude(const V& a) {
   const V c = math::min(a, V(24.0f));
-  const V step = math::max(math::pow2_floor(c), V(1.0f)) * V(0.5f);
-  const V q = math::round_half_even(c / step) * step;
+  const V step = math::max(math::pow2_floor(c), V(1.0f)) * V(0.5f);  // 0.5, 1, 2, 4, 8
+  const V inv_step = math::reciprocal_pow2(step);                     // exact: a power of two
+  const V q = math::round_half_even(c * inv_step) * step;
   return math::min(q, V(6.0f));
 }
 
-/// One NVFP4 block: t = x · pre (x / pre), clamped, rounded, signed; times post.
+/// One NVFP4 block of variant Var: t = x · pre (x / pre), clamped, rounded, signed; times post.
+template <nvfp4_variant Var>
 struct nvfp4_kernel {
-  enum class sign_rule : std::uint8_t {
-    sign_bit,       ///< torchao: the sign bit of t (NaN → ±1.5 by torchao's cast)
-    negative_only,  ///< TE, ModelOpt QTensor: negative iff t < 0 (−0 and NaN positive)
-    from_input,     ///< ModelOpt Triton: negative iff !(x >= 0), magnitude from |x|
-  };
   float pre = 1.0f, post = 1.0f;
-  bool divide = false;
-  bool clamp6 = false;
-  sign_rule sign = sign_rule::sign_bit;
-  float nan_magnitude = 0.0f;  ///< the magnitude a NaN t takes
-  bool zero_unsigned = false;  ///< ModelOpt QTensor: code 8 dequantizes to +0
-  bool zero_block = false;     ///< ModelOpt Triton: a zero scale: the block is +0
-  float block_amax = 0.0f;     ///< ModelOpt Triton: its gradient passes where |x| <= amax
+  float amax = 0.0f;  ///< modelopt_triton: the block amax (its gradient passes where |x| <= amax)
+  bool zero = false;  ///< modelopt_triton: the block scale is 0, the block is +0
+
+  static constexpr bool torchao_like = Var == nvfp4_variant::torchao || Var == nvfp4_variant::torchao_one_level;
 
   /// The signed element value (before `post`).
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V element(const V& x) const {
-    if (sign == sign_rule::from_input) {
+    if constexpr (Var == nvfp4_variant::modelopt_triton) {
+      // abs(x) / scale, fp4_round_magnitude (NaN -> 6), the sign of x >= 0
       const V a = math::abs(x) / V(pre);
       const V q = math::select(a == a, e2m1_magnitude(a), V(6.0f));
       return math::select(x >= V(0.0f), q, math::flip_sign_bit(q));
+    } else {
+      V t = Var == nvfp4_variant::modelopt_qtensor ? x / V(pre) : x * V(pre);
+      if constexpr (Var != nvfp4_variant::modelopt_qtensor)
+        t = math::min(math::max(t, V(-6.0f)), V(6.0f));  // torch.clamp keeps NaN
+      const V a = math::abs(t);
+      const auto nan = math::logical_not(a == a);
+      // torchao's cast: NaN -> 1.5 with its sign (the default NaN's code); ModelOpt's
+      // searchsorted: 6; TE's comparisons: +0
+      const float nan_magnitude = torchao_like ? 1.5f : Var == nvfp4_variant::modelopt_qtensor ? 6.0f : 0.0f;
+      const V q = math::select(nan, V(nan_magnitude), e2m1_magnitude(a));
+      if constexpr (torchao_like) return math::copy_sign_bit(q, t);
+      else return math::select(t < V(0.0f), math::flip_sign_bit(q), q);
     }
-    V t = divide ? x / V(pre) : x * V(pre);
-    if (clamp6) t = math::min(math::max(t, V(-6.0f)), V(6.0f));  // torch.clamp keeps NaN
-    const V a = math::abs(t);
-    const auto nan = math::logical_not(a == a);
-    const V q = math::select(nan, V(nan_magnitude), e2m1_magnitude(a));
-    if (sign == sign_rule::sign_bit) return math::copy_sign_bit(q, t);
-    return math::select(t < V(0.0f), math::flip_sign_bit(q), q);
   }
 
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
-    if (zero_block) return V(0.0f);
+    if constexpr (Var == nvfp4_variant::modelopt_triton)
+      if (zero) return V(0.0f);  // nvfp4_scalar_quant: tl.where(zero_scale, 0.0, x_quant)
     const V v = element(x);
     V y = v * V(post);
-    if (zero_unsigned) y = math::select(v == V(0.0f), V(0.0f), y);
+    if constexpr (Var == nvfp4_variant::modelopt_qtensor)  // its table dequantizes code 8 to +0
+      y = math::select(v == V(0.0f), V(0.0f), y);
     return y;
   }
 
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE auto passes(const V& x) const {
-    return math::abs(x) <= V(block_amax);
+    return math::abs(x) <= V(amax);
   }
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V backward(const V& dy, const V& m) const {
@@ -168,109 +171,112 @@ struct nvfp4_kernel {
   }
 };
 
-/// The tensor-level constants of a variant, derived from the tensor amax.
-struct nvfp4_format {
-  static constexpr kernels::block_statistic statistic = kernels::block_statistic::abs_max;
-  static constexpr std::size_t state_size = 1;
-  static constexpr bool identity_gradient = true;
-  using kernel_type = nvfp4_kernel;
-
-  nvfp4_variant variant = nvfp4_variant::torchao;
-  element_cast e4m3{};
+/// The constants of a variant that derive from the tensor amax.
+struct nvfp4_tensor_constants {
   float g = 1.0f, inv_g = 1.0f;        // torchao: amax / 2688 and its reciprocal; ModelOpt: amax / 2688
   float six_g = 6.0f;                  // ModelOpt QTensor: 6 · g
   float encode = 1.0f, decode = 1.0f;  // TE: S and 1 / S
   float multiplier = 1.0f;             // TE: S · (1/6)
   float fp8_scale = 1.0f, fp8_inv = 1.0f;  // ModelOpt Triton: 448 / sfa and 1 / that
 
-  XQ_DECL static nvfp4_format make(nvfp4_variant v, float tensor_amax);
+  XQ_DECL static nvfp4_tensor_constants make(nvfp4_variant v, float tensor_amax);
+};
 
-  float rounded_scale(float s) const { return e4m3.forward(s); }
+/// NVFP4 of variant Var for the block walker: a block's state is its UE4M3 scale (Triton:
+/// its amax), computed for W blocks at once.
+template <nvfp4_variant Var>
+struct nvfp4_format : nvfp4_tensor_constants {
+  static constexpr kernels::block_statistic statistic = kernels::block_statistic::abs_max;
+  static constexpr std::size_t state_size = 1;
+  static constexpr std::size_t param_count = 4;
+  static constexpr bool identity_gradient = Var != nvfp4_variant::modelopt_triton;
+  using kernel_type = nvfp4_kernel<Var>;
 
-  void block_state(const kernels::block_stats& st, float* state) const {
-    const float amax = st.a;
+  element_cast e4m3 = element_cast::make(element_type::e4m3fn, torch_rule(element_type::e4m3fn));
+
+  explicit nvfp4_format(const nvfp4_tensor_constants& c) : nvfp4_tensor_constants(c) {}
+
+  template <class V>
+  XQ_HOST_DEVICE static V clamp(const V& v, float lo, float hi) {
+    return math::min(math::max(v, V(lo)), V(hi));  // torch.clamp keeps NaN
+  }
+
+  /// ModelOpt Triton: the UE4M3 value of a block's scale from its amax (compute_fp4_scales).
+  template <class V>
+  XQ_HOST_DEVICE V triton_e4m3(const V& block_amax) const {
+    return e4m3.forward(clamp((block_amax / V(6.0f)) * V(fp8_scale), -448.0f, 448.0f));
+  }
+
+  template <class V>
+  XQ_HOST_DEVICE void block_state(const V& amax, const V&, V* state) const {
     const float tiny = 0.015625f;  // 2^-6: E4M3's smallest normal, torchao's E4M3_EPS
-    switch (variant) {
-      case nvfp4_variant::torchao:
-        state[0] = rounded_scale(clamp((amax / 6.0f) / g, tiny, 448.0f));
-        return;
-      case nvfp4_variant::torchao_one_level:
-        state[0] = rounded_scale(clamp(amax / 6.0f, tiny, 448.0f));
-        return;
-      case nvfp4_variant::transformer_engine: {
-        const float d = math::min(amax * multiplier, std::numeric_limits<float>::max());
-        state[0] = rounded_scale(clamp(d, -448.0f, 448.0f));
-        return;
-      }
-      case nvfp4_variant::modelopt_qtensor: {
-        float s = amax / six_g;
-        if (s == 0.0f) s = 1.0f;
-        state[0] = rounded_scale(clamp(s, 0.001953125f, 448.0f));  // [2^-9, 448]
-        return;
-      }
-      case nvfp4_variant::modelopt_triton: state[0] = amax; return;
+    if constexpr (Var == nvfp4_variant::torchao) {
+      state[0] = e4m3.forward(clamp((amax / V(6.0f)) / V(g), tiny, 448.0f));
+    } else if constexpr (Var == nvfp4_variant::torchao_one_level) {
+      state[0] = e4m3.forward(clamp(amax / V(6.0f), tiny, 448.0f));
+    } else if constexpr (Var == nvfp4_variant::transformer_engine) {
+      const V d = math::min(amax * V(multiplier), V(3.40282347e38f));
+      state[0] = e4m3.forward(clamp(d, -448.0f, 448.0f));
+    } else if constexpr (Var == nvfp4_variant::modelopt_qtensor) {
+      V sc = amax / V(six_g);
+      sc = math::select(sc == V(0.0f), V(1.0f), sc);
+      state[0] = e4m3.forward(clamp(sc, 0.001953125f, 448.0f));  // [2^-9, 448]
+    } else {
+      state[0] = amax;
     }
   }
 
-  nvfp4_kernel kernel(const float* state) const {
-    nvfp4_kernel k;
-    const float bs = state[0];
-    switch (variant) {
-      case nvfp4_variant::torchao:
-        k.pre = inv_g / bs;
-        k.post = g * bs;
-        k.clamp6 = true;
-        k.nan_magnitude = 1.5f;
-        return k;
-      case nvfp4_variant::torchao_one_level:
-        k.pre = 1.0f / bs;
-        k.post = bs;
-        k.clamp6 = true;
-        k.nan_magnitude = 1.5f;
-        return k;
-      case nvfp4_variant::transformer_engine:
-        k.pre = math::min(1.0f / (bs * decode), std::numeric_limits<float>::max());
-        k.post = bs * decode;
-        k.clamp6 = true;
-        k.sign = nvfp4_kernel::sign_rule::negative_only;
-        return k;
-      case nvfp4_variant::modelopt_qtensor:
-        k.pre = bs * g;
-        k.post = k.pre;
-        k.divide = true;
-        k.sign = nvfp4_kernel::sign_rule::negative_only;
-        k.nan_magnitude = 6.0f;
-        k.zero_unsigned = true;
-        return k;
-      case nvfp4_variant::modelopt_triton: {
-        const float s = triton_scale(bs);
-        k.zero_block = s == 0.0f;
-        const float safe = (s != s || math::abs(s) == std::numeric_limits<float>::infinity()) ? 1.0f : s;
-        k.pre = safe;
-        k.post = safe;
-        k.sign = nvfp4_kernel::sign_rule::from_input;
-        k.block_amax = bs;
-        return k;
-      }
+  template <class V>
+  XQ_HOST_DEVICE void kernel_params(const V* state, V* p) const {
+    const V bs = state[0];
+    p[2] = V(0.0f);
+    p[3] = V(0.0f);
+    if constexpr (Var == nvfp4_variant::torchao) {
+      p[0] = V(inv_g) / bs;
+      p[1] = V(g) * bs;
+    } else if constexpr (Var == nvfp4_variant::torchao_one_level) {
+      p[0] = V(1.0f) / bs;
+      p[1] = bs;
+    } else if constexpr (Var == nvfp4_variant::transformer_engine) {
+      p[0] = math::min(V(1.0f) / (bs * V(decode)), V(3.40282347e38f));
+      p[1] = bs * V(decode);
+    } else if constexpr (Var == nvfp4_variant::modelopt_qtensor) {
+      p[0] = bs * V(g);
+      p[1] = p[0];
+    } else {
+      const V sc = triton_e4m3(bs) * V(fp8_inv);
+      const auto bad = math::logical_or(math::logical_not(sc == sc), math::abs(sc) == V(INFINITY));
+      const V safe = math::select(bad, V(1.0f), sc);
+      p[0] = safe;
+      p[1] = safe;
+      p[2] = bs;
+      p[3] = math::select(sc == V(0.0f), V(1.0f), V(0.0f));
     }
+  }
+
+  XQ_HOST_DEVICE kernel_type kernel(const float* p) const {
+    kernel_type k;
+    k.pre = p[0];
+    k.post = p[1];
+    k.amax = p[2];
+    k.zero = p[3] != 0.0f;
     return k;
   }
+};
 
-  /// ModelOpt Triton: the block scale from the block amax (compute_fp4_scales).
-  float triton_e4m3(float block_amax) const {
-    const float t = clamp((block_amax / 6.0f) * fp8_scale, -448.0f, 448.0f);
-    return rounded_scale(t);
+/// Calls fn(format) with the format of variant v for a tensor of amax `tensor_amax`.
+template <class Fn>
+decltype(auto) visit_nvfp4(nvfp4_variant v, float tensor_amax, Fn&& fn) {
+  const nvfp4_tensor_constants c = nvfp4_tensor_constants::make(v, tensor_amax);
+  switch (v) {
+    case nvfp4_variant::torchao_one_level: return fn(nvfp4_format<nvfp4_variant::torchao_one_level>(c));
+    case nvfp4_variant::transformer_engine: return fn(nvfp4_format<nvfp4_variant::transformer_engine>(c));
+    case nvfp4_variant::modelopt_qtensor: return fn(nvfp4_format<nvfp4_variant::modelopt_qtensor>(c));
+    case nvfp4_variant::modelopt_triton: return fn(nvfp4_format<nvfp4_variant::modelopt_triton>(c));
+    case nvfp4_variant::torchao: break;
   }
-  float triton_scale(float block_amax) const { return triton_e4m3(block_amax) * fp8_inv; }
-
-  static float clamp(float v, float lo, float hi) { return math::min(math::max(v, lo), hi); }
-};
-
-/// ModelOpt Triton's kernel differs in its gradient: a format type of its own for the walker.
-struct nvfp4_masked_format : nvfp4_format {
-  static constexpr bool identity_gradient = false;
-  nvfp4_masked_format(const nvfp4_format& f) : nvfp4_format(f) {}
-};
+  return fn(nvfp4_format<nvfp4_variant::torchao>(c));
+}
 
 }  // namespace xq::low_bit::detail
 
@@ -286,11 +292,9 @@ tensor nvfp4_quantize_dequantize(const tensor& x, const nvfp4_spec& s, const std
   st.tensor_amax = amax;
   st.block.assign(bl.block_count(), 0.0f);
   tensor y = tensor::from_shape(x.shape());
-  const detail::nvfp4_format f = detail::nvfp4_format::make(s.variant, amax);
-  if (s.variant == nvfp4_variant::modelopt_triton)
-    kernels::block_scaled_forward<Policy>(detail::nvfp4_masked_format(f), bl, x.data(), y.data(), st.block.data(), mask);
-  else
+  detail::visit_nvfp4(s.variant, amax, [&](const auto& f) {
     kernels::block_scaled_forward<Policy>(f, bl, x.data(), y.data(), st.block.data(), mask);
+  });
   return y;
 }
 
@@ -302,11 +306,9 @@ tensor nvfp4_apply(const tensor& x, const nvfp4_spec& s, const nvfp4_state& stat
     throw argument_error(where, xq::detail::concat("a state of ", bl.block_count(), " block values for this tensor"),
                          xq::detail::concat(state.block.size(), " block values"));
   tensor y = tensor::from_shape(x.shape());
-  const detail::nvfp4_format f = detail::nvfp4_format::make(s.variant, state.tensor_amax);
-  if (s.variant == nvfp4_variant::modelopt_triton)
-    kernels::block_scaled_apply<Policy>(detail::nvfp4_masked_format(f), bl, x.data(), y.data(), state.block.data(), mask);
-  else
+  detail::visit_nvfp4(s.variant, state.tensor_amax, [&](const auto& f) {
     kernels::block_scaled_apply<Policy>(f, bl, x.data(), y.data(), state.block.data(), mask);
+  });
   return y;
 }
 

@@ -119,6 +119,7 @@ struct int4_weight_only_kernel {
 struct intx_format {
   static constexpr kernels::block_statistic statistic = kernels::block_statistic::min_max;
   static constexpr std::size_t state_size = 2;
+  static constexpr std::size_t param_count = 3;
   static constexpr bool identity_gradient = false;
   using kernel_type = intx_kernel;
 
@@ -127,29 +128,34 @@ struct intx_format {
 
   XQ_DECL static intx_format make(const intx_spec& s);
 
-  static float clamp_min(float v, float lo) { return math::max(v, lo); }  // torch.clamp(min=) keeps NaN
-
-  void block_state(const kernels::block_stats& st, float* state) const {
-    const float min_neg = math::min(st.a, 0.0f), max_pos = math::max(st.b, 0.0f);  // NaN stays NaN
+  template <class V>
+  XQ_HOST_DEVICE void block_state(const V& lo, const V& hi, V* state) const {
+    const V min_neg = math::min(lo, V(0.0f)), max_pos = math::max(hi, V(0.0f));  // NaN stays NaN
     if (scheme == intx_scheme::intx_symmetric) {
-      const float amax = math::max(-min_neg, max_pos);
-      state[0] = clamp_min(amax / ((qmax - qmin) / 2.0f), eps);
-      state[1] = 0.0f;
+      const V amax = math::max(math::flip_sign_bit(min_neg), max_pos);  // torch.max(-min_neg, max_pos)
+      state[0] = math::max(amax / V((qmax - qmin) / 2.0f), V(eps));  // torch.clamp(min=eps) keeps NaN
+      state[1] = V(0.0f);
       return;
     }
-    const float scale = clamp_min((max_pos - min_neg) / (qmax - qmin), eps);
-    float zp = qmin - math::round_half_even(min_neg / scale);
-    zp = math::min(math::max(zp, qmin), qmax);
-    if (zp != zp) zp = -2147483648.0f;  // .to(torch.int32) of a NaN on x86
+    const V scale = math::max((max_pos - min_neg) / V(qmax - qmin), V(eps));
+    V zp = V(qmin) - math::round_half_even(min_neg / scale);
+    zp = math::min(math::max(zp, V(qmin)), V(qmax));
     state[0] = scale;
-    state[1] = zp;
+    state[1] = math::select(zp == zp, zp, V(-2147483648.0f));  // .to(torch.int32) of a NaN on x86
   }
 
-  intx_kernel kernel(const float* state) const {
+  template <class V>
+  XQ_HOST_DEVICE void kernel_params(const V* state, V* p) const {
+    p[0] = state[0];
+    p[1] = V(1.0f) / state[0];  // `1.0 / scale`: Tensor.__rtruediv__, reciprocal times 1
+    p[2] = state[1];
+  }
+
+  XQ_HOST_DEVICE intx_kernel kernel(const float* p) const {
     intx_kernel k;
-    k.scale = state[0];
-    k.inv = 1.0f / state[0];  // `1.0 / scale`: Tensor.__rtruediv__, reciprocal times 1
-    k.zero_point = state[1];
+    k.scale = p[0];
+    k.inv = p[1];
+    k.zero_point = p[2];
     k.qmin = qmin;
     k.qmax = qmax;
     return k;
@@ -159,19 +165,30 @@ struct intx_format {
 struct int4_weight_only_format {
   static constexpr kernels::block_statistic statistic = kernels::block_statistic::min_max;
   static constexpr std::size_t state_size = 2;
+  static constexpr std::size_t param_count = 3;
   static constexpr bool identity_gradient = true;  // its backward is intx_backward's own
   using kernel_type = int4_weight_only_kernel;
 
-  void block_state(const kernels::block_stats& st, float* state) const {
-    state[0] = st.a;
-    state[1] = st.b;
+  template <class V>
+  XQ_HOST_DEVICE void block_state(const V& lo, const V& hi, V* state) const {
+    state[0] = lo;
+    state[1] = hi;
   }
-  static float scale_of(float min, float max) { return math::max(max - min, 1e-6f) / 15.0f; }
-  int4_weight_only_kernel kernel(const float* state) const {
+  template <class V>
+  XQ_HOST_DEVICE static V scale_of(const V& min, const V& max) {
+    return math::max(max - min, V(1e-6f)) / V(15.0f);
+  }
+  template <class V>
+  XQ_HOST_DEVICE void kernel_params(const V* state, V* p) const {
+    p[0] = state[0];
+    p[1] = scale_of(state[0], state[1]);
+    p[2] = p[0] + p[1] * V(8.0f);
+  }
+  XQ_HOST_DEVICE int4_weight_only_kernel kernel(const float* p) const {
     int4_weight_only_kernel k;
-    k.min = state[0];
-    k.scale = scale_of(state[0], state[1]);
-    k.zero_point = k.min + k.scale * 8.0f;
+    k.min = p[0];
+    k.scale = p[1];
+    k.zero_point = p[2];
     return k;
   }
 };

@@ -50,17 +50,11 @@ XQ_DECL kernels::block_layout fp8_layout(const tensor& x, const fp8_spec& s, con
 
 namespace detail {
 
-XQ_DECL fp8_format fp8_format::make(const fp8_spec& s) {
-  fp8_format f;
-  f.variant = s.variant;
-  f.cast = element_cast::make(s.element, torch_rule(s.element));
-  f.max = info(s.element).max;
-  return f;
-}
-
 XQ_DECL void fp8_torchao_backward(const fp8_spec& s, const kernels::block_layout& bl, const float* x,
                                   const float* dy, const float* amax, float* dx) {
-  const fp8_format f = fp8_format::make(s);
+  fp8_format<fp8_variant::torchao> f;
+  f.cast = element_cast::make(s.element, torch_rule(s.element));
+  f.max = info(s.element).max;
   const std::size_t rows = s.granularity == fp8_granularity::per_tensor ? 1 : bl.rows();
   const std::size_t cols = s.granularity == fp8_granularity::per_tensor ? bl.shape.size() : bl.shape.channels;
   const std::size_t inner = s.granularity == fp8_granularity::per_tensor ? 1 : bl.shape.inner;
@@ -119,12 +113,14 @@ XQ_DECL void fp8_torchao_backward(const fp8_spec& s, const kernels::block_layout
 }  // namespace detail
 
 XQ_DECL std::vector<float> fp8_scales(const fp8_spec& s, const fp8_state& state) {
-  const detail::fp8_format f = detail::fp8_format::make(s);
   std::vector<float> out(state.amax.size());
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const float scale = f.scale_of(state.amax[i]);
-    out[i] = s.variant == fp8_variant::torchao ? scale : 1.0f / scale;
-  }
+  detail::visit_fp8(s, [&](const auto& f) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      float p[2];
+      f.kernel_params(&state.amax[i], p);
+      out[i] = p[1];
+    }
+  });
   return out;
 }
 

@@ -73,8 +73,21 @@ XQ_DECL double bits_per_value(const mx_spec& s) {
   return element_bits + 8.0 / double(s.block_size);
 }
 
+namespace detail {
+/// floor(log2 a) for a > 0 finite: the exponent field (std::ilogb below the normals).
+inline int exponent_of(float a) {
+  const int field = int((math::bits_of(a) >> 23) & 0xFFu);
+  return field != 0 ? field - 127 : std::ilogb(a);
+}
+/// 2^e as a float, exact (subnormals and Inf included), for e in [-149, 128].
+inline float pow2f(int e) {
+  if (e >= -126) return e > 127 ? INFINITY : math::float_of(std::uint32_t(e + 127) << 23);
+  return math::float_of(1u << (e + 149));
+}
+}  // namespace detail
+
 XQ_DECL int torch_floor_log2(float a) {
-  const int e = std::ilogb(a);  // exact floor(log2 a) for a > 0 finite
+  const int e = detail::exponent_of(a);  // exact floor(log2 a) for a > 0 finite
   const int n = e + 1;
   if (n >= -149 && n <= 128) {
     const std::uint32_t below = detail::torch_log2_below[n + 149];
@@ -84,8 +97,8 @@ XQ_DECL int torch_floor_log2(float a) {
 }
 
 XQ_DECL int torch_ceil_log2(float a) {
-  const int e = std::ilogb(a);
-  if (a == std::ldexp(1.0f, e)) return e;
+  const int e = detail::exponent_of(a);
+  if (a == detail::pow2f(e)) return e;
   if (e >= -149 && e <= 128) {
     const std::uint32_t above = detail::torch_log2_above[e + 149];
     if (above != 0 && math::bits_of(a) <= above) return e;
@@ -109,53 +122,45 @@ XQ_DECL kernels::block_layout mx_layout(const tensor& x, const mx_spec& s, const
   return bl;
 }
 
-inline float pow2f(int e) { return std::ldexp(1.0f, e); }  // exact, subnormals included
 
-XQ_DECL mx_format mx_format::make(const mx_spec& s) {
-  mx_format f;
-  f.spec = s;
-  mx_block_kernel& k = f.base;
+XQ_DECL void mx_element_cast(const mx_spec& s, element_cast& cast, float& clamp_max) {
   const float qnan = std::numeric_limits<float>::quiet_NaN();
   const element_type t = s.element.type;
+  clamp_max = INFINITY;
   if (s.variant == mx_variant::modelopt_mxfp4) {
     // descale = amax / 6; e = ceil(max(log2(descale), -127)); x / exp2(e); cast_fp4; * exp2(e)
-    k.cast = element_cast::make(element_type::e2m1, {rounding::half_toward_zero, special::saturate,
-                                                     special::saturate, special::nan});
-    k.zero_gets_sign_bit = true;
-    return f;
+    cast = element_cast::make(element_type::e2m1, {rounding::half_toward_zero, special::saturate, special::saturate,
+                                                   special::nan});
+    return;
   }
   if (is_microxcaling(s.variant)) {
     // microxcaling: A / 2^e, round on the element grid, clamp to max_norm, * 2^e.
     if (s.element.int8) {
-      k.cast.min_normal = 1.0f;  // sign-magnitude k/64: one step 2^-6 for every |v| < 2
-      k.cast.min_step = 1.0f / 64.0f;
-      k.cast.inv_mantissa = 1.0f / 64.0f;
-      k.cast.max = 127.0f / 64.0f;
+      cast = element_cast{};
+      cast.min_normal = 1.0f;  // sign-magnitude k/64: one step 2^-6 for every |v| < 2
+      cast.min_step = 1.0f / 64.0f;
+      cast.inv_mantissa = 1.0f / 64.0f;
+      cast.max = 127.0f / 64.0f;
     } else {
-      k.cast = element_cast::make(t, {rounding::half_away, special::saturate, special::saturate, special::nan});
+      cast = element_cast::make(t, {rounding::half_away, special::saturate, special::saturate, special::nan});
     }
-    k.cast.round = rounding::half_away;
-    k.cast.overflow_value = k.cast.max;
-    k.cast.infinity_value = k.cast.max;
-    k.cast.nan_value = qnan;
-    k.cast.flip_nan_sign = false;
-    k.cast.positive_only = false;
-    k.microxcaling_even = s.variant == mx_variant::microxcaling_even;
-    k.zero_is_positive = true;
-    return f;
+    cast.round = rounding::half_away;
+    cast.overflow_value = cast.max;
+    cast.infinity_value = cast.max;
+    cast.nan_value = qnan;
+    cast.flip_nan_sign = false;
+    cast.positive_only = false;
+    return;
   }
   // torchao
   const element_info& ei = info(t);
   const bool fp8 = t == element_type::e4m3fn || t == element_type::e5m2;
-  k.cast = element_cast::make(t, fp8 ? torch_rule(t) : torchao_rule(t));
-  k.divide = s.variant != mx_variant::torchao_rceil;
-  k.clamp_max = (fp8 || s.variant == mx_variant::torchao_rceil) ? ei.max : INFINITY;
-  return f;
+  cast = element_cast::make(t, fp8 ? torch_rule(t) : torchao_rule(t));
+  clamp_max = (fp8 || s.variant == mx_variant::torchao_rceil) ? ei.max : INFINITY;
 }
 
-XQ_DECL float mx_format::scale_of(float amax) const {
+XQ_DECL float mx_scale_of(const mx_spec& s, float amax) {
   const float qnan = std::numeric_limits<float>::quiet_NaN();
-  const mx_spec& s = spec;
   const element_type t = s.element.type;
   if (s.variant == mx_variant::modelopt_mxfp4) {
     const float descale = amax / 6.0f;

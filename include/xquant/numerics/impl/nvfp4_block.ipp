@@ -51,10 +51,8 @@ XQ_DECL kernels::block_layout nvfp4_layout(const tensor& x, const nvfp4_spec& s,
 
 namespace detail {
 
-XQ_DECL nvfp4_format nvfp4_format::make(nvfp4_variant v, float amax) {
-  nvfp4_format f;
-  f.variant = v;
-  f.e4m3 = element_cast::make(element_type::e4m3fn, torch_rule(element_type::e4m3fn));
+XQ_DECL nvfp4_tensor_constants nvfp4_tensor_constants::make(nvfp4_variant v, float amax) {
+  nvfp4_tensor_constants f;
   const float flt_max = std::numeric_limits<float>::max();
   switch (v) {
     case nvfp4_variant::torchao:
@@ -88,17 +86,19 @@ XQ_DECL nvfp4_format nvfp4_format::make(nvfp4_variant v, float amax) {
 
 XQ_DECL void nvfp4_scales(const nvfp4_spec& s, const nvfp4_state& state, std::vector<float>& block_scale,
                           float& tensor_scale) {
-  const detail::nvfp4_format f = detail::nvfp4_format::make(s.variant, state.tensor_amax);
+  const detail::nvfp4_tensor_constants c = detail::nvfp4_tensor_constants::make(s.variant, state.tensor_amax);
   block_scale = state.block;
   switch (s.variant) {
     case nvfp4_variant::torchao:
-    case nvfp4_variant::modelopt_qtensor: tensor_scale = f.g; break;
+    case nvfp4_variant::modelopt_qtensor: tensor_scale = c.g; break;
     case nvfp4_variant::torchao_one_level: tensor_scale = 1.0f; break;
-    case nvfp4_variant::transformer_engine: tensor_scale = f.decode; break;
-    case nvfp4_variant::modelopt_triton:
-      tensor_scale = f.fp8_inv;
+    case nvfp4_variant::transformer_engine: tensor_scale = c.decode; break;
+    case nvfp4_variant::modelopt_triton: {
+      tensor_scale = c.fp8_inv;
+      const detail::nvfp4_format<nvfp4_variant::modelopt_triton> f(c);
       for (float& b : block_scale) b = f.triton_e4m3(b);
       break;
+    }
   }
 }
 
@@ -108,20 +108,19 @@ XQ_DECL std::vector<std::uint8_t> nvfp4_codes(const tensor& x, const nvfp4_spec&
   if (state.block.size() != bl.block_count())
     throw argument_error(where, xq::detail::concat("a state of ", bl.block_count(), " block values"),
                          xq::detail::concat(state.block.size(), " block values"));
-  const detail::nvfp4_format f = detail::nvfp4_format::make(s.variant, state.tensor_amax);
   std::vector<std::uint8_t> codes(x.size());
   const std::size_t L = bl.shape.channels, inner = bl.shape.inner, nb = bl.blocks_per_row();
-  for (std::size_t o = 0; o < bl.shape.outer; ++o)
-    for (std::size_t c = 0; c < L; ++c)
-      for (std::size_t i = 0; i < inner; ++i) {
-        const std::size_t at = (o * L + c) * inner + i;
-        const detail::nvfp4_kernel k = f.kernel(&state.block[(o * nb + c / 16) * inner + i]);
-        float v = k.zero_block ? 0.0f : k.element(x.data()[at]);
-        if (s.variant == nvfp4_variant::torchao || s.variant == nvfp4_variant::torchao_one_level) {
-          if (std::isnan(v)) v = std::copysign(1.5f, v);
+  detail::visit_nvfp4(s.variant, state.tensor_amax, [&](const auto& f) {
+    for (std::size_t o = 0; o < bl.shape.outer; ++o)
+      for (std::size_t c = 0; c < L; ++c)
+        for (std::size_t i = 0; i < inner; ++i) {
+          const std::size_t at = (o * L + c) * inner + i;
+          float p[4];
+          f.kernel_params(&state.block[(o * nb + c / 16) * inner + i], p);
+          const auto k = f.kernel(p);
+          codes[at] = encode(element_type::e2m1, p[3] != 0.0f ? 0.0f : k.element(x.data()[at]));
         }
-        codes[at] = encode(element_type::e2m1, v);
-      }
+  });
   return codes;
 }
 

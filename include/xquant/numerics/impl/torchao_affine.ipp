@@ -154,9 +154,10 @@ XQ_DECL void intx_scales(const intx_spec& s, const intx_state& state, std::vecto
   zero_point.resize(n);
   for (std::size_t g = 0; g < n; ++g) {
     if (s.scheme == intx_scheme::int4_weight_only) {
-      const detail::int4_weight_only_kernel k = detail::int4_weight_only_format{}.kernel(&state.values[2 * g]);
-      scale[g] = k.scale;
-      zero_point[g] = k.zero_point;
+      float p[3];
+      detail::int4_weight_only_format{}.kernel_params(&state.values[2 * g], p);
+      scale[g] = p[1];
+      zero_point[g] = p[2];
     } else {
       scale[g] = state.values[2 * g];
       zero_point[g] = state.values[2 * g + 1];
