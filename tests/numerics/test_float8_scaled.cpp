@@ -81,6 +81,9 @@ TEST_CASE("FP8 per tensor and per row matches torchao and TransformerEngine bit 
   for (const auto& c : file.at("cases")) {
     values[c.at("variant")] += check_case<xq::scalar_policy>(file, c);
     check_case<xq::simd_policy<>>(file, c);
+#if XSIMD_WITH_AVX2 && XSIMD_WITH_AVX512F  // the default is AVX-512: AVX2's batches too
+    check_case<xq::simd_policy<xsimd::avx2>>(file, c);
+#endif
   }
   CHECK(values.size() == 8);
   for (const auto& [variant, n] : values) {

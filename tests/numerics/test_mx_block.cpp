@@ -102,6 +102,9 @@ TEST_CASE("MX block quantization matches torchao, microxcaling and ModelOpt bit 
   for (const auto& c : j.at("cases")) {
     check_case<xq::scalar_policy>(c);
     check_case<xq::simd_policy<>>(c);
+#if XSIMD_WITH_AVX2 && XSIMD_WITH_AVX512F  // the default is AVX-512: AVX2's batches too
+    check_case<xq::simd_policy<xsimd::avx2>>(c);
+#endif
     values += c.at("values").get<std::size_t>();
   }
   CHECK(j.at("cases").size() == 45);

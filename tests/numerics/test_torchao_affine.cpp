@@ -88,6 +88,9 @@ TEST_CASE("torchao's integer groups, tokens and int4 weight-only match bit for b
   for (const auto& c : file.at("cases")) {
     values[c.at("variant").get<std::string>() + c.at("attrs").dump()] += check_case<xq::scalar_policy>(file, c);
     check_case<xq::simd_policy<>>(file, c);
+#if XSIMD_WITH_AVX2 && XSIMD_WITH_AVX512F  // the default is AVX-512: AVX2's batches too
+    check_case<xq::simd_policy<xsimd::avx2>>(file, c);
+#endif
   }
   CHECK(values.size() == 14);
   for (const auto& [variant, n] : values) {
