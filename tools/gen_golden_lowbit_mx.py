@@ -7,17 +7,21 @@ from the peers' own functions:
   microxcaling        mx/mx_ops.py::_quantize_mx(x, 8, elem, axes=[-1], block_size=32, round=...),
                       imported from the repository snapshot given with --microxcaling (its git
                       commit is recorded; the code is not copied here)
-  nvidia-modelopt     qtensor/mxfp4_tensor.py: MXFP4QTensor.quantize(x, 32) then .dequantize
-  0.47
+  nvidia-modelopt     qtensor/mxfp4_tensor.py: MXFP4QTensor.quantize(x, 32) then .dequantize;
+  0.47                qtensor/mxfp8_tensor.py: MXFP8QTensor (what ModelOpt's MXFP8_DEFAULT_CFG
+                      exports)
 
 Inputs: a (rows, 64) float32 matrix per case: "edge" rows (stored) — exact ties at every element
 midpoint under a power-of-two block scale, values at and past saturation (amax 7.5 for FP4,
 the FLOOR overflow), an all-zero block, a block with one huge outlier, tiny and subnormal
 blocks, amax just above and below powers of two, NaN and ±Inf blocks (variants whose peer
 handles them) — then hashed rows (tools/index_hash.py; not stored) to reach at least 10,000
-values. Outputs: the edge rows' float32 bits in full, the hashed rows' as the FNV-1a 64 hash
-of their little-endian bits (tests/numerics/test_mx_block.cpp recomputes it); block scales
-likewise. microxcaling also gets a (rows, 40) case: a partial last block, which it pads.
+values. The edge rows are stored once per element type ("inputs"; a case uses the first
+"edge_rows" of them, its first "cols" columns); outputs as the FNV-1a 64 hash of their
+little-endian float32 bits (tests/numerics/test_mx_block.cpp recomputes it), with every NaN
+of the edge rows' outputs written as 0x7fc00000 first (NaN-ness compared, not payloads); block
+scales likewise. microxcaling also gets a (rows, 40) case: a partial last block, which it pads,
+and blocks along axis 0 (its `axes=[0]`): the one peer that takes another axis.
 
 Usage: python tools/gen_golden_lowbit_mx.py --microxcaling /path/to/microxcaling [--out DIR]
 """
@@ -36,7 +40,8 @@ warnings.simplefilter("ignore")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from index_hash import index_hash  # noqa: E402
+import lowbit_golden as lg  # noqa: E402
+from lowbit_golden import fnv1a64, random_rows  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(REPO, "tests", "data", "golden")
@@ -50,11 +55,6 @@ ELEMENTS = {  # name: (max, emax, mantissa bits)
 }
 
 
-def fnv1a64(a):
-    h = 0xCBF29CE484222325
-    for b in np.ascontiguousarray(a, dtype="<f4").tobytes():
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return "%016x" % h
 
 
 def grid(name):
@@ -73,16 +73,6 @@ def grid(name):
     return np.array(sorted(vals), dtype=np.float64)
 
 
-def random_rows(seed, rows, cols):
-    h = index_hash(rows * cols, seed).astype(np.float64)
-    h2 = index_hash(rows * cols, seed + 7)
-    u = ((h / 4294967296.0) * 2.0 - 1.0).astype(np.float32)
-    # a scale per row from 2^-20 to 2^20, and a few heavy-tailed values
-    row_scale = np.ldexp(np.float32(1.0), ((h2.reshape(rows, cols)[:, 0] % 41).astype(np.int32) - 20))
-    x = u.reshape(rows, cols) * row_scale[:, None].astype(np.float32)
-    heavy = (h2.reshape(rows, cols) % 97) == 0
-    x = np.where(heavy, x * np.float32(37.0), x).astype(np.float32)
-    return x
 
 
 def edge_rows(name, with_specials):
@@ -138,11 +128,11 @@ def run_torchao(x, name, mode):
     return y.numpy(), np.where(s == 255, np.nan, np.ldexp(1.0, s - 127)).astype(np.float32)
 
 
-def run_microxcaling(x, name, rnd, mx_mod):
+def run_microxcaling(x, name, rnd, mx_mod, axis=-1):
     import torch
     fmt = {"fp8_e4m3fn": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp6_e3m2": "fp6_e3m2", "fp6_e2m3": "fp6_e2m3",
            "fp4_e2m1": "fp4_e2m1", "int8": "int8"}[name]
-    y = mx_mod._quantize_mx(torch.from_numpy(x.copy()), 8, mx_mod.ElemFormat.from_str(fmt), axes=[-1],
+    y = mx_mod._quantize_mx(torch.from_numpy(x.copy()), 8, mx_mod.ElemFormat.from_str(fmt), axes=[axis],
                             block_size=32, round=rnd)
     return y.numpy(), None
 
@@ -166,6 +156,15 @@ def load_microxcaling(path):
     return mx_ops, commit
 
 
+def run_modelopt_mxfp8(x):
+    import torch
+    from modelopt.torch.quantization.qtensor.mxfp8_tensor import MXFP8QTensor
+    qt, scale = MXFP8QTensor.quantize(torch.from_numpy(x.copy()))
+    y = qt.dequantize(dtype=torch.float32, scale=scale)
+    s = scale.numpy().astype(np.int64).reshape(-1)
+    return y.numpy(), np.ldexp(1.0, s - 127).astype(np.float32)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=DEFAULT_OUT)
@@ -178,58 +177,72 @@ def main():
     torch.set_num_threads(1)
     mx_mod, commit = load_microxcaling(args.microxcaling)
     commit = args.microxcaling_commit or commit
-    cases = []
+    cases, inputs = [], {}
     seed = 3500
 
-    def add(variant, name, x, y, scales, cols=COLS, edges_n=0):
-        nonlocal seed
-        edge_y = y[:edges_n]
-        rnd_y = y[edges_n:]
-        case = {"op": "low_bit.mx", "name": "%s_%s%s" % (variant, name, "" if cols == COLS else "_cols%d" % cols),
+    def hashed_or_full(case, key, v):
+        case[key + "_fnv1a64_nan_canonical"] = lg.fnv1a64_nan_canonical(v)
+
+    def add(variant, name, case_seed, x, y, scales, cols, edges_n, axis=-1):
+        case = {"op": "low_bit.mx", "name": "%s_%s%s%s" % (variant, name, "" if cols == COLS else "_cols%d" % cols,
+                                                          "" if axis == -1 else "_axis%d" % axis),
                 "attrs": {"variant": variant, "element": name, "block_size": 32, "random_rows": RANDOM_ROWS,
-                          "cols": cols, "seed": case_seed},
-                "tensors": {"edges": {"shape": [edges_n, cols], "f32": [int(v) for v in x[:edges_n].reshape(-1).view(np.uint32)]},
-                            "edge_y": {"shape": [edges_n, cols], "f32": [int(v) for v in edge_y.reshape(-1).view(np.uint32)]}},
-                "random_y_fnv1a64_f32": fnv1a64(rnd_y), "values": int(x.size)}
+                          "cols": cols, "seed": case_seed, "edge_rows": edges_n, "axis": axis},
+                "random_y_fnv1a64_f32": fnv1a64(y[edges_n:]), "values": int(x.size)}
+        if edges_n:
+            hashed_or_full(case, "edge_y", y[:edges_n])
         if scales is not None:
             case["scales_fnv1a64_f32"] = fnv1a64(scales)
         cases.append(case)
 
     for name in ["fp8_e4m3fn", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"]:
+        all_edges = edge_rows(name, True)
+        inputs[name] = lg.tensor(all_edges)
+        n_plain = len(edge_rows(name, False))
         for variant in ["torchao_floor", "torchao_ceil", "torchao_even", "torchao_rceil", "microxcaling_nearest",
-                        "microxcaling_even", "modelopt_mxfp4"]:
+                        "microxcaling_even", "modelopt_mxfp4", "modelopt_mxfp8_qtensor"]:
             if variant.startswith("torchao") and name == "int8":
                 continue
             if variant == "modelopt_mxfp4" and name != "fp4_e2m1":
                 continue
+            if variant == "modelopt_mxfp8_qtensor" and name != "fp8_e4m3fn":
+                continue
             # NaN/Inf blocks: torchao's FP6/FP4 casts turn NaN into payload-dependent codes and
             # ModelOpt's uint8 scale of NaN is undefined, so only FP8 torchao and microxcaling get them
             specials = variant.startswith("microxcaling") or (variant.startswith("torchao") and name.startswith("fp8"))
-            for cols in ([COLS, 40] if variant.startswith("microxcaling") else [COLS]):
+            shapes = [(COLS, -1)]
+            if variant.startswith("microxcaling"):
+                shapes += [(40, -1), (COLS, 0)]
+            if variant == "modelopt_mxfp8_qtensor":
+                shapes += [(40, -1)]  # it pads a partial last block too
+            for cols, axis in shapes:
                 seed += 1
                 case_seed = seed
-                e = edge_rows(name, specials)
-                if cols != COLS:
-                    e = e[:, :cols]
+                e = all_edges if specials else all_edges[:n_plain]
+                if axis == 0:
+                    e = e[:0]  # blocks down the columns: the hashed rows only (160 = 5 blocks of 32)
+                e = e[:, :cols]
                 x = np.concatenate([e, random_rows(case_seed, RANDOM_ROWS, cols)]).astype(np.float32)
                 if variant.startswith("torchao"):
                     y, s = run_torchao(x, name, variant.split("_")[1].upper())
                 elif variant.startswith("microxcaling"):
-                    y, s = run_microxcaling(x, name, variant.split("_")[1], mx_mod)
-                else:
+                    y, s = run_microxcaling(x, name, variant.split("_")[1], mx_mod, axis)
+                elif variant == "modelopt_mxfp4":
                     y, s = run_modelopt(x)
-                add(variant, name, x, y.astype(np.float32), s, cols, len(e))
+                else:
+                    y, s = run_modelopt_mxfp8(x)
+                add(variant, name, case_seed, x, y.astype(np.float32), s, cols, len(e), axis)
                 print(cases[-1]["name"], x.size, "values")
     out = {"generator": "tools/gen_golden_lowbit_mx.py",
            "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "torch": torch.__version__,
                         "torchao": torchao.__version__, "nvidia-modelopt": modelopt.__version__,
                         "microxcaling": commit},
-           "cases": cases}
+           "inputs": inputs, "cases": cases}
     path = os.path.join(args.out, "low_bit_mx.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")
-    print("wrote", path, len(cases), "cases")
+    print("wrote", path, len(cases), "cases", os.path.getsize(path), "bytes")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,14 @@ def fnv1a64(a):
     return "%016x" % h
 
 
+def fnv1a64_nan_canonical(a):
+    """fnv1a64 with every NaN as 0x7fc00000: NaN-ness compared, not the payload the peer's
+    arithmetic happened to leave (tests/numerics/low_bit_inputs.hpp does the same)."""
+    a = np.ascontiguousarray(a, dtype=np.float32).copy()
+    a[np.isnan(a)] = np.uint32(0x7FC00000).view(np.float32)
+    return fnv1a64(a)
+
+
 def bits(a):
     """The float32 bit patterns of `a`, flattened, as Python ints (the files' "f32" lists)."""
     return [int(v) for v in np.ascontiguousarray(a, dtype=np.float32).reshape(-1).view(np.uint32)]

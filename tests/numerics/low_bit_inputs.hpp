@@ -26,6 +26,14 @@ inline std::string fnv1a64_hex(const float* p, std::size_t n) {
 }
 inline std::string fnv1a64_hex(const std::vector<float>& v) { return fnv1a64_hex(v.data(), v.size()); }
 
+/// fnv1a64_hex with every NaN as 0x7fc00000 (lowbit_golden.fnv1a64_nan_canonical).
+inline std::string fnv1a64_hex_nan_canonical(const float* p, std::size_t n) {
+  std::vector<float> v(p, p + n);
+  for (float& f : v)
+    if (std::isnan(f)) f = golden::from_bits(0x7FC00000u);
+  return fnv1a64_hex(v.data(), v.size());
+}
+
 /// lowbit_golden.random_rows: uniform in (-1, 1), a power-of-two scale per row (2^-20..2^20),
 /// one value in 97 times 37.
 inline void append_random_rows(std::vector<float>& x, std::uint32_t seed, std::size_t rows, std::size_t cols) {

@@ -252,7 +252,7 @@ TEST_CASE("presets are named after the peers' configs", "[low_bit][quantizers][p
   CHECK(xq::presets::modelopt_mxfp4_default_cfg().activation.describe() ==
         "mx_quantizer(mxfp4 modelopt_mxfp4 block 32 axis -1)");
   CHECK(xq::presets::modelopt_mxfp8_default_cfg().weight.describe() ==
-        "mx_quantizer(mxfp8_e4m3 torchao_rceil block 32 axis 0)");
+        "mx_quantizer(mxfp8_e4m3 modelopt_mxfp8 block 32 axis 0)");
   CHECK(xq::presets::transformer_engine_nvfp4_block_scaling().weight.describe() ==
         "nvfp4_quantizer(nvfp4 transformer_engine 16x16 axis 0)");
   CHECK(xq::presets::transformer_engine_float8_current_scaling().activation.describe() ==

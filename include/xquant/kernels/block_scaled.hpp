@@ -58,6 +58,7 @@
 #include "math.hpp"
 #include "parallel.hpp"
 #include "policy.hpp"
+#include "simd.hpp"
 #include "simd_mask.hpp"
 
 namespace xq::kernels {
@@ -195,18 +196,27 @@ template <class Format>
 struct has_identity_gradient<Format, std::void_t<decltype(Format::identity_gradient)>>
     : std::bool_constant<bool(Format::identity_gradient)> {};
 
-/// y = kernel(x) over n contiguous values (and the mask when `mask` is not null).
+/// y = kernel(x) over n contiguous values (and the mask when `mask` is not null). With
+/// `streaming` (a large output, simd.hpp's threshold), batches that start a 64-byte line are
+/// written with non-temporal stores, as the elementwise walkers and memcpy write large outputs:
+/// no read-for-ownership of lines that would not stay in cache (the caller fences).
 template <class Policy, class Format, class Kernel>
-XQ_ALWAYS_INLINE void apply_run(const Kernel& kernel, const float* x, float* y, bool* mask, std::size_t n) {
+XQ_ALWAYS_INLINE void apply_run(const Kernel& kernel, const float* x, float* y, bool* mask, std::size_t n,
+                                bool streaming = false) {
   const Kernel k = kernel;  // a local copy: stores may alias a reference's members
   std::size_t i = 0;
   constexpr bool identity = has_identity_gradient<Format>::value;
   if constexpr (is_simd_policy_v<Policy>) {
-    using B = xsimd::batch<float, typename Policy::arch_type>;
+    using A = typename Policy::arch_type;
+    using B = xsimd::batch<float, A>;
     constexpr std::size_t W = B::size;
     for (; i + W <= n; i += W) {
       const B v = B::load_unaligned(x + i);
-      k.forward(v).store_unaligned(y + i);
+      const B out = k.forward(v);
+      if (streaming && W * sizeof(float) == 64 && reinterpret_cast<std::uintptr_t>(y + i) % 64 == 0)
+        store_streaming<A>(out, y + i);
+      else
+        out.store_unaligned(y + i);
       if constexpr (!identity) {
         if (mask) store_mask(k.passes(v), mask + i);
       }
@@ -321,7 +331,7 @@ XQ_ALWAYS_INLINE typename Format::kernel_type kernel_at(const Format& f, float (
 template <class Policy, class Format, bool Observe>
 void walk_rows(const Format& f, std::size_t tile_rows, const float* x, float* y, bool* mask, std::size_t row_begin,
                std::size_t row_end, std::size_t row_length, std::size_t row_stride, std::size_t block,
-               float* const* row_state, std::size_t state_stride) {
+               float* const* row_state, std::size_t state_stride, bool streaming = false) {
   constexpr std::size_t S = Format::state_size, P = Format::param_count, C = chunk_blocks;
   const block_statistic kind = Format::statistic;
   alignas(64) float sa[C], sb[C], st[S][C], pr[P][C];
@@ -359,10 +369,11 @@ void walk_rows(const Format& f, std::size_t tile_rows, const float* x, float* y,
         const auto kernel = kernel_at(f, pr, b);
         for (std::size_t r = r0; r < r1; ++r)
           apply_run<Policy, Format>(kernel, x + r * row_stride + c0, y + r * row_stride + c0,
-                                    mask ? mask + r * row_stride + c0 : nullptr, count);
+                                    mask ? mask + r * row_stride + c0 : nullptr, count, streaming);
       }
     }
   }
+  if (streaming) streaming_fence();
 }
 
 template <class Policy, class Format, bool Observe>
@@ -378,7 +389,8 @@ void block_scaled_walk(const Format& f, const block_layout& bl, const float* x, 
     parallel_chunks(worth_threads ? max_threads() : 1, outer, T, [&](std::size_t begin, std::size_t end) {
       std::vector<float*> row_state(end - begin);
       for (std::size_t o = begin; o < end; ++o) row_state[o - begin] = state + o * nb * S;
-      walk_rows<Policy, Format, Observe>(f, T, x, y, mask, begin, end, L, L, B, row_state.data(), S);
+      walk_rows<Policy, Format, Observe>(f, T, x, y, mask, begin, end, L, L, B, row_state.data(), S,
+                                         is_simd_policy_v<Policy> && use_streaming_stores(n));
     });
     return;
   }
@@ -438,8 +450,11 @@ block_stats tensor_stats(block_statistic kind, const float* x, std::size_t n) {
 template <class Policy, class Format>
 void elementwise_apply(const typename Format::kernel_type& kernel, const float* x, float* y, bool* mask,
                        std::size_t n) {
+  const bool streaming = is_simd_policy_v<Policy> && detail::use_streaming_stores(n);
   parallel_for(n, 1024, [&](std::size_t begin, std::size_t end) {
-    detail::apply_run<Policy, Format>(kernel, x + begin, y + begin, mask ? mask + begin : nullptr, end - begin);
+    detail::apply_run<Policy, Format>(kernel, x + begin, y + begin, mask ? mask + begin : nullptr, end - begin,
+                                      streaming);
+    if (streaming) detail::streaming_fence();
   });
 }
 

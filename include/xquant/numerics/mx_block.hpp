@@ -14,14 +14,17 @@
 ///  | microxcaling_nearest (`mx_ops.py::_quantize_mx`, round="nearest") | floor(log2(amax)) - emax, NaN above 127 | floor(|v| + 0.5) in float32, saturate | x / 2^e, round, * 2^e |
 ///  | microxcaling_even (round="even")                 | same                                       | its "even" rounding | same |
 ///  | modelopt_mxfp4 (`MXFP4QTensor.quantize` + `dequantize`) | ceil(max(log2(amax / 6), -127))     | ties toward zero; zero gets the sign bit | x / 2^e, cast; * 2^e |
+///  | modelopt_mxfp8 (`MXFP8QTensor.quantize` + `dequantize`) | ceil(log2(amax / 448)) clamped ±127; 0 or NaN amax: -127 | RNE | x * 2^-e (2^127 when e = -127, where torchao's RCEIL takes 1), clamp ±448, cast; * 2^e |
 ///
 /// `log2` is torch's float32 log2, whose result near a power of two rounds to the integer
 /// (torch_log2_table.hpp, measured): that is the exponent these peers compute.
 /// Elements: FP8 E4M3/E5M2, FP6 E3M2/E2M3, FP4 E2M1 (every variant but modelopt_mxfp4,
-/// which is FP4 only), and microxcaling's INT8 (sign-magnitude k/64, |k| <= 127).
+/// which is FP4 only, and modelopt_mxfp8, E4M3 only), and microxcaling's INT8 (sign-magnitude
+/// k/64, |k| <= 127). ModelOpt's MXFP8 is torchao's RCEIL but for blocks whose exponent is -127
+/// (amax below 448 · 2^-127, zero, or NaN), which torchao scales by 1 and ModelOpt by 2^127.
 /// Blocks run along one axis of the tensor (default the last); torchao and ModelOpt need
 /// the axis length to be a multiple of the block size (argument_error otherwise, as they
-/// refuse it), microxcaling pads a partial last block with zeros.
+/// refuse it), microxcaling and ModelOpt's MXFP8QTensor pad a partial last block with zeros.
 
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +56,7 @@ enum class mx_variant : std::uint8_t {
   microxcaling_nearest,
   microxcaling_even,
   modelopt_mxfp4,
+  modelopt_mxfp8,
 };
 
 /// The element of an MX block: a float element type, or microxcaling's INT8.
@@ -123,7 +127,7 @@ struct mx_kernel {
 
   template <class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
-    V t = Var == mx_variant::torchao_rceil ? x * V(pre) : x / V(pre);
+    V t = (Var == mx_variant::torchao_rceil || Var == mx_variant::modelopt_mxfp8) ? x * V(pre) : x / V(pre);
     // torch.clamp keeps NaN: min/max keep the first argument when the compare fails.
     if constexpr (!microxcaling && Var != mx_variant::modelopt_mxfp4)
       t = math::min(math::max(t, V(-clamp_max)), V(clamp_max));
@@ -185,6 +189,8 @@ struct mx_format {
     p[1] = post;
     if constexpr (Var == mx_variant::torchao_rceil) {
       p[0] = math::select(post == V(5.87747175e-39f), V(1.0f), V(1.0f) / post);  // 2^-e; 1 for e = -127
+    } else if constexpr (Var == mx_variant::modelopt_mxfp8) {
+      p[0] = V(1.0f) / post;  // exp2(127 - biased): 2^127 for e = -127
     } else if constexpr (floor_family) {
       // max(2^e, 2^-126); a NaN block divides by +Inf (its E8M0 code 255 read as a float)
       p[0] = math::select(post == post, math::max(post, V(1.17549435e-38f)), V(INFINITY));
@@ -220,6 +226,7 @@ void visit_mx(const mx_spec& s, Fn&& fn) {
     case mx_variant::microxcaling_nearest: return run(mx_format<mx_variant::microxcaling_nearest>{});
     case mx_variant::microxcaling_even: return run(mx_format<mx_variant::microxcaling_even>{});
     case mx_variant::modelopt_mxfp4: return run(mx_format<mx_variant::modelopt_mxfp4>{});
+    case mx_variant::modelopt_mxfp8: return run(mx_format<mx_variant::modelopt_mxfp8>{});
     case mx_variant::torchao_rceil: break;
   }
   run(mx_format<mx_variant::torchao_rceil>{});

@@ -13,7 +13,7 @@
 ///  | torchao_mx_dynamic_activation_mx_weight | `MXDynamicActivationMXWeightConfig()` (E4M3 elements, blocks of 32, RCEIL) | MX torchao_rceil | same |
 ///  | modelopt_nvfp4_default_cfg | ModelOpt `NVFP4_DEFAULT_CFG` | NVFP4 modelopt_qtensor | same |
 ///  | modelopt_mxfp4_default_cfg | `MXFP4_DEFAULT_CFG` | MXFP4 modelopt_mxfp4 | same |
-///  | modelopt_mxfp8_default_cfg | `MXFP8_DEFAULT_CFG` | MXFP8 torchao_rceil (`MXFP8QTensor`'s numerics: identical, tests/data/golden/low_bit_mx.json) | same |
+///  | modelopt_mxfp8_default_cfg | `MXFP8_DEFAULT_CFG` | MXFP8 modelopt_mxfp8 (`MXFP8QTensor`) | same |
 ///  | transformer_engine_nvfp4_block_scaling | TE `NVFP4BlockScaling` (its reference recipe) | NVFP4 1x16 | NVFP4 16x16 tiles |
 ///  | transformer_engine_float8_current_scaling | TE `Float8CurrentScaling` (its reference recipe) | FP8 E4M3 per tensor, multiply | same |
 ///

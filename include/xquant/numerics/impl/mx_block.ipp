@@ -21,8 +21,9 @@ XQ_DECL const char* to_string(mx_variant v) {
     case mx_variant::microxcaling_nearest: return "microxcaling_nearest";
     case mx_variant::microxcaling_even: return "microxcaling_even";
     case mx_variant::modelopt_mxfp4: return "modelopt_mxfp4";
+    case mx_variant::modelopt_mxfp8: return "modelopt_mxfp8";
   }
-  throw argument_error("xq::low_bit::mx_variant", "one of the seven MX variants",
+  throw argument_error("xq::low_bit::mx_variant", "one of the eight MX variants",
                        xq::detail::concat("value ", static_cast<int>(v)));
 }
 
@@ -61,6 +62,8 @@ XQ_DECL void validate(const mx_spec& s, std::size_t rank, const std::string& whe
                          to_string(t));
   if (s.variant == mx_variant::modelopt_mxfp4 && (s.element.int8 || t != element_type::e2m1))
     throw argument_error(where, "FP4 E2M1 elements for modelopt_mxfp4 (MXFP4QTensor)", detail::mx_element_name(s.element));
+  if (s.variant == mx_variant::modelopt_mxfp8 && (s.element.int8 || t != element_type::e4m3fn))
+    throw argument_error(where, "FP8 E4M3 elements for modelopt_mxfp8 (MXFP8QTensor)", detail::mx_element_name(s.element));
   if (s.block_size < 1) throw argument_error(where, "a block size >= 1", xq::detail::concat(s.block_size));
   const long r = long(rank);
   if (rank == 0 || s.axis < -r || s.axis >= r)
@@ -113,11 +116,12 @@ XQ_DECL kernels::block_layout mx_layout(const tensor& x, const mx_spec& s, const
   kernels::block_layout bl;
   bl.shape = kernels::channel_layout::of(x.shape(), s.axis, where.c_str());
   bl.block = std::size_t(s.block_size);
-  const bool pads = is_microxcaling(s.variant);
+  const bool pads = is_microxcaling(s.variant) || s.variant == mx_variant::modelopt_mxfp8;
   if (!pads && bl.shape.channels % bl.block != 0)
     throw argument_error(where,
                          xq::detail::concat("an axis length that is a multiple of the block size ", s.block_size,
-                                            " (", to_string(s.variant), " has no partial blocks; microxcaling pads them)"),
+                                            " (", to_string(s.variant),
+                                            " has no partial blocks; microxcaling and modelopt_mxfp8 pad them)"),
                          xq::detail::concat("length ", bl.shape.channels, " on axis ", s.axis));
   return bl;
 }
@@ -178,6 +182,13 @@ XQ_DECL float mx_scale_of(const mx_spec& s, float amax) {
     return pow2f(std::max(shared, -127));
   }
   const element_info& ei = info(t);
+  if (s.variant == mx_variant::modelopt_mxfp8) {
+    // _compute_e8m0_exponent: ceil(log2(amax / 448)) where amax / 448 > 0, else -127; clamp ±127
+    const float descale = amax / ei.max;
+    if (!(descale > 0.0f)) return pow2f(-127);
+    const int e = std::isinf(descale) ? 127 : std::min(std::max(torch_ceil_log2(descale), -127), 127);
+    return pow2f(e);
+  }
   if (s.variant == mx_variant::torchao_rceil) {
     const float descale = amax / ei.max;
     int biased;

@@ -70,7 +70,7 @@ XQ_DECL activation_and_weight<mx_quantizer, mx_quantizer> modelopt_mxfp4_default
 
 XQ_DECL activation_and_weight<mx_quantizer, mx_quantizer> modelopt_mxfp8_default_cfg(int weight_axis) {
   low_bit::mx_spec a, w;
-  a.variant = w.variant = low_bit::mx_variant::torchao_rceil;
+  a.variant = w.variant = low_bit::mx_variant::modelopt_mxfp8;
   a.element.type = w.element.type = low_bit::element_type::e4m3fn;
   w.axis = weight_axis;
   return {mx_quantizer(a), mx_quantizer(w)};
