@@ -249,9 +249,9 @@ def main():
                         case["codes"] = codes_hex(v, out.get("y"))
                 elif np.ndim(v) == 0:
                     case[key] = int(np.asarray(v, dtype=F).view(np.uint32))
-                elif name == "random" or ((key == "dx" or (key == "y" and "codes" in out)) and not np.isnan(v).any()):
-                    # outputs that the codes and scales already pin down, and the large ones: hashed
-                    # (in full where a NaN is, whose payload the hash would compare)
+                elif key in ("y", "dx"):  # hashed (NaNs canonical); codes and scales tell where
+                    case[key + "_fnv1a64_nan_canonical"] = lg.fnv1a64_nan_canonical(v)
+                elif name == "random":
                     case[key + "_fnv1a64"] = lg.fnv1a64(v)
                 else:
                     case[key] = lg.bits(v)

@@ -53,6 +53,9 @@ void check_bits(const char* what, const float* got, std::size_t n, const golden:
   } else if (c.contains(key + "_fnv1a64")) {
     INFO(what);
     CHECK(li::fnv1a64_hex(got, n) == c.at(key + "_fnv1a64").get<std::string>());
+  } else if (c.contains(key + "_fnv1a64_nan_canonical")) {
+    INFO(what);
+    CHECK(li::fnv1a64_hex_nan_canonical(got, n) == c.at(key + "_fnv1a64_nan_canonical").get<std::string>());
   }
 }
 
