@@ -14,8 +14,10 @@ floats one ulp either side of it, values at and past the top (the max, the next 
 1e30, FLT_MAX), zeros, float32 subnormals, NaN and ±Inf (the "edges", stored), then 12,000
 values made from tools/index_hash.py's hash (not stored): the hash's bits as a float32 for
 the first 4,000 (every magnitude, NaN and Inf included), then uniform in
-[-1.25 max, 1.25 max] scaled by 2^-(hash2 % 12). Outputs are the element codes each peer
-gives, two hex digits a code; a NaN's code is kept as the peer wrote it.
+[-1.25 max, 1.25 max] scaled by 2^-(hash2 % 12). Outputs: for the edges, the element codes
+each peer gives, two hex digits a code (a NaN's code kept as the peer wrote it); for the hashed
+values, the FNV-1a 64 hash of the float32 values of those codes with every NaN canonical (and,
+for torchao, whose NaN codes come from the NaN's payload bits, a NaN input's output too).
 
 Usage: python tools/gen_golden_lowbit_elements.py [--out DIR]
 """
@@ -32,6 +34,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lowbit_golden as lg  # noqa: E402
 from index_hash import index_hash  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -142,16 +145,23 @@ def main():
         edge = edge_inputs(name, T)
         mx = float(np.float32(ml_dtypes.finfo(T).max))
         x = np.concatenate([edge, random_inputs(name, mx)]).astype(np.float32)
-        outs = {"ml_dtypes": hexcodes(ml_codes(x, T))}
-        for peer, fn in [("onnx_saturate", onnx_cast_codes), ("torch", torch_codes), ("torchao", torchao_codes)]:
+        ne = len(edge)
+        outs, hashes = {}, {}
+        for peer, fn in [("ml_dtypes", lambda v, n: ml_codes(v, T)), ("onnx_saturate", onnx_cast_codes),
+                         ("torch", torch_codes), ("torchao", torchao_codes)]:
             c = fn(x.copy(), name)
-            if c is not None:
-                outs[peer] = hexcodes(c)
+            if c is None:
+                continue
+            outs[peer] = hexcodes(c[:ne])
+            values = np.asarray(c[ne:], dtype=np.uint8).view(T).astype(np.float32)  # the codes' values
+            if peer == "torchao":
+                values[np.isnan(x[ne:])] = np.float32(np.nan)
+            hashes[peer] = lg.fnv1a64_nan_canonical(values)
         cases.append({"op": "low_bit.cast", "name": name,
                       "attrs": {"element": name, "seed": SEED[name], "random_count": RANDOM_COUNT, "max": mx},
                       "tensors": {"edges": {"shape": [len(edge)],
                                             "f32": [int(v) for v in edge.view(np.uint32)]}},
-                      "codes": outs})
+                      "codes": outs, "random_values_fnv1a64_nan_canonical": hashes})
         print(name, len(x), "values;", ", ".join(outs))
     out = {"generator": "tools/gen_golden_lowbit_elements.py",
            "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__,

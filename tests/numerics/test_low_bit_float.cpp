@@ -14,8 +14,7 @@
 #include <xquant/kernels/simd.hpp>
 #include <xquant/numerics/low_bit_float.hpp>
 
-#include "../golden.hpp"
-#include "../index_hash.hpp"
+#include "low_bit_inputs.hpp"
 
 namespace lb = xq::low_bit;
 
@@ -63,16 +62,22 @@ lb::cast_rule rule_of(const std::string& peer, lb::element_type t) {
   return lb::torchao_rule(t);
 }
 
-/// Mismatches of y against the peer's codes (values compared bit for bit, NaN by NaN-ness).
+/// Mismatches of y against the peer's codes of the edges (values compared bit for bit, NaN by
+/// NaN-ness); `hashed` gets the outputs of the hashed values (NaNs canonical; with
+/// skip_nan_inputs, a NaN input's output NaN too), as the file hashes them.
 template <class Policy>
 std::size_t mismatches(lb::element_type t, const lb::cast_rule& rule, const std::vector<float>& x,
                        const std::vector<std::uint8_t>& codes, std::string& first, bool skip_nan_inputs,
-                       std::size_t& skipped) {
+                       std::size_t& skipped, std::string& hashed) {
   std::vector<float> y(x.size());
   xq::kernels::forward(Policy{}, lb::element_cast::make(t, rule), x.data(), y.data(), x.size());
+  std::vector<float> rest(y.begin() + std::ptrdiff_t(codes.size()), y.end());
+  for (std::size_t i = 0; i < rest.size(); ++i)
+    if (skip_nan_inputs && std::isnan(x[codes.size() + i])) rest[i] = NAN;
+  hashed = low_bit_inputs::fnv1a64_hex_nan_canonical(rest.data(), rest.size());
   std::size_t bad = 0;
   skipped = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
+  for (std::size_t i = 0; i < codes.size(); ++i) {
     if (skip_nan_inputs && std::isnan(x[i])) {
       ++skipped;
       continue;
@@ -96,7 +101,9 @@ TEST_CASE("low-bit element casts match ml_dtypes, ONNX, torch and torchao", "[lo
     REQUIRE(x.size() >= 10000);
     for (const auto& [peer, hex] : c.at("codes").items()) {
       const std::vector<std::uint8_t> codes = codes_of(hex.get<std::string>());
-      REQUIRE(codes.size() == x.size());
+      REQUIRE(codes.size() == c.at("tensors").at("edges").at("f32").size());
+      const std::string want_hash = c.at("random_values_fnv1a64_nan_canonical").at(peer).get<std::string>();
+      std::string hashed;
       const lb::cast_rule rule = rule_of(peer, t);
       std::string first;
       INFO(c.at("name").get<std::string>() << " / " << peer);
@@ -106,13 +113,16 @@ TEST_CASE("low-bit element casts match ml_dtypes, ONNX, torch and torchao", "[lo
       // counted and left out for that peer only.
       const bool skip_nan = peer == "torchao";
       std::size_t skipped = 0;
-      const std::size_t scalar_bad = mismatches<xq::scalar_policy>(t, rule, x, codes, first, skip_nan, skipped);
+      const std::size_t scalar_bad =
+          mismatches<xq::scalar_policy>(t, rule, x, codes, first, skip_nan, skipped, hashed);
       if (skip_nan) CHECK(skipped < x.size() / 50);
       INFO("scalar: " << first);
       CHECK(scalar_bad == 0);
-      const std::size_t simd_bad = mismatches<xq::simd_policy<>>(t, rule, x, codes, first, skip_nan, skipped);
+      CHECK(hashed == want_hash);
+      const std::size_t simd_bad = mismatches<xq::simd_policy<>>(t, rule, x, codes, first, skip_nan, skipped, hashed);
       INFO("simd: " << first);
       CHECK(simd_bad == 0);
+      CHECK(hashed == want_hash);
       checked += x.size();
     }
   }
