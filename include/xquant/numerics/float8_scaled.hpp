@@ -26,6 +26,7 @@
 #include "../core/tensor.hpp"
 #include "../kernels/block_scaled.hpp"
 #include "../kernels/math.hpp"
+#include "../kernels/parallel.hpp"
 #include "../kernels/policy.hpp"
 #include "low_bit_float.hpp"
 
@@ -86,9 +87,9 @@ struct fp8_kernel {
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward(const V& x) const {
     if constexpr (Var == fp8_variant::torchao) {
       const V t = math::min(math::max(x / V(pre), V(-max)), V(max));  // torch.clamp keeps NaN
-      return cast.forward_rounded<rounding::half_even>(t) * V(post);
+      return cast.template forward_rounded<rounding::half_even, false>(t) * V(post);
     } else {
-      return cast.forward_rounded<rounding::half_even>(x * V(pre)) * V(post);
+      return cast.template forward_rounded<rounding::half_even, false>(x * V(pre)) * V(post);
     }
   }
 };
@@ -197,9 +198,124 @@ tensor fp8_apply(const tensor& x, const fp8_spec& s, const fp8_state& state, con
 }
 
 namespace detail {
-/// torchao's FP8 backward over the rows of a contiguous layout (compiled: float8_scaled.ipp).
-XQ_DECL void fp8_torchao_backward(const fp8_spec& s, const kernels::block_layout& bl, const float* x,
-                                  const float* dy, const float* amax, float* dx);
+
+/// torchao's FP8 backward, elementwise part 1 over n contiguous values of one row of scale
+/// sc: the gradient after the cast and the clamp (g), and the two products whose sums are the
+/// scale's gradient (pa, pb); returns how many |x| equal the row's amax (amax's backward).
+struct fp8_backward_step {
+  element_cast cast;
+  float max, sc;
+  template <class V>
+  XQ_ALWAYS_INLINE void operator()(const V& xv, const V& dyv, V& gm, V& a, V& b) const {
+    const V v = xv / V(sc);
+    const V q = cast.template forward_rounded<rounding::half_even, false>(math::min(math::max(v, V(-max)), V(max)));
+    const V gq = cast.template forward_rounded<rounding::half_even, false>(dyv * V(sc));  // ToCopyBackward: grad to FP8
+    gm = math::select(math::logical_and(v > V(-max), v < V(max)), gq, V(0.0f));  // clamp: 0 at the bounds
+    a = dyv * q;                                           // MulBackward (dequantize), other: grad * self
+    b = math::flip_sign_bit(gm) * ((xv / V(sc)) / V(sc));  // DivBackward, other: -grad * ((self / other) / other)
+  }
+};
+
+template <class Policy>
+std::size_t fp8_backward_products(const element_cast& cast, float max, float sc, float amax, const float* x,
+                                  const float* dy, float* g, float* pa, float* pb, std::size_t n) {
+  const fp8_backward_step step{cast, max, sc};
+  std::size_t i = 0, count = 0;
+  if constexpr (is_simd_policy_v<Policy>) {
+    using B = xsimd::batch<float, typename Policy::arch_type>;
+    B counted(0.0f);
+    for (; i + B::size <= n; i += B::size) {
+      const B xv = B::load_unaligned(x + i);
+      B gm, a, b;
+      step(xv, B::load_unaligned(dy + i), gm, a, b);
+      gm.store_unaligned(g + i);
+      a.store_unaligned(pa + i);
+      b.store_unaligned(pb + i);
+      counted = counted + math::as_float(math::abs(xv) == B(amax));
+    }
+    alignas(64) float lanes[B::size];
+    counted.store_aligned(lanes);
+    for (std::size_t k = 0; k < B::size; ++k) count += std::size_t(lanes[k]);
+  }
+  for (; i < n; ++i) {
+    float gm, a, b;
+    step(x[i], dy[i], gm, a, b);
+    g[i] = gm;
+    pa[i] = a;
+    pb[i] = b;
+    count += math::abs(x[i]) == amax;
+  }
+  return count;
+}
+
+/// Part 2: dx = g / s + (d amax / count) · [|x| = amax] · sgn x (the two paths into x added).
+struct fp8_backward_input_step {
+  float sc, amax, per;
+  template <class V>
+  XQ_ALWAYS_INLINE V operator()(const V& xv, const V& gm) const {
+    const V is_max = math::as_float(math::abs(xv) == V(amax));
+    const V sgn = math::select(xv > V(0.0f), V(1.0f),
+                               math::select(xv < V(0.0f), V(-1.0f), math::select(xv == V(0.0f), V(0.0f), xv)));
+    return gm / V(sc) + (V(per) * is_max) * sgn;  // AbsBackward: grad * sgn(self)
+  }
+};
+
+template <class Policy>
+void fp8_backward_input(float sc, float amax, float per, const float* x, const float* g, float* dx, std::size_t n) {
+  const fp8_backward_input_step step{sc, amax, per};
+  std::size_t i = 0;
+  if constexpr (is_simd_policy_v<Policy>) {
+    using B = xsimd::batch<float, typename Policy::arch_type>;
+    for (; i + B::size <= n; i += B::size) step(B::load_unaligned(x + i), B::load_unaligned(g + i)).store_unaligned(dx + i);
+  }
+  for (; i < n; ++i) dx[i] = step(x[i], g[i]);
+}
+
+/// The sums of torch's backward: per row, each row's own sum (sum_to_size over the last dim);
+/// per tensor, the full sum with the peer run's thread count (compiled: float8_scaled.ipp).
+XQ_DECL float fp8_row_sum(const float* p, std::size_t n, bool whole_tensor);
+
+template <class Policy>
+void fp8_torchao_backward(const fp8_spec& s, const kernels::block_layout& bl, const float* x, const float* dy,
+                          const float* amax, float* dx) {
+  const element_cast cast = element_cast::make(s.element, torch_rule(s.element));
+  const float max = info(s.element).max;
+  const bool whole = s.granularity == fp8_granularity::per_tensor;
+  const std::size_t rows = whole ? 1 : bl.rows(), cols = whole ? bl.shape.size() : bl.shape.channels;
+  const std::size_t inner = whole ? 1 : bl.shape.inner;
+  const auto run_rows = [&](std::size_t begin, std::size_t end) {
+    std::vector<float> xs(inner == 1 ? 0 : cols), dys(inner == 1 ? 0 : cols), dxs(inner == 1 ? 0 : cols);
+    std::vector<float> g(cols), pa(cols), pb(cols);
+    for (std::size_t r = begin; r < end; ++r) {
+      const float* xr = x + r * cols;
+      const float* dyr = dy + r * cols;
+      float* dxr = dx + r * cols;
+      if (inner != 1) {  // a row along a middle axis: gathered
+        const std::size_t o = r / inner, i = r % inner;
+        for (std::size_t c = 0; c < cols; ++c) {
+          xs[c] = x[(o * cols + c) * inner + i];
+          dys[c] = dy[(o * cols + c) * inner + i];
+        }
+        xr = xs.data();
+        dyr = dys.data();
+        dxr = dxs.data();
+      }
+      const float sc = amax[r] / max;
+      const std::size_t count = fp8_backward_products<Policy>(cast, max, sc, amax[r], xr, dyr, g.data(), pa.data(),
+                                                              pb.data(), cols);
+      const float ds = fp8_row_sum(pa.data(), cols, whole) + fp8_row_sum(pb.data(), cols, whole);
+      const float per = (ds / max) / float(count);  // DivBackward by max, then amax's grad / count
+      fp8_backward_input<Policy>(sc, amax[r], per, xr, g.data(), dxr, cols);
+      if (inner != 1) {
+        const std::size_t o = r / inner, i = r % inner;
+        for (std::size_t c = 0; c < cols; ++c) dx[(o * cols + c) * inner + i] = dxs[c];
+      }
+    }
+  };
+  kernels::parallel_chunks(bl.shape.size() >= XQ_PARALLEL_THRESHOLD && rows > 1 ? kernels::max_threads() : 1, rows, 1,
+                           run_rows);
+}
+
 }  // namespace detail
 
 template <class Policy>
@@ -213,7 +329,7 @@ tensor fp8_backward(const tensor& x, const tensor& dy, const fp8_spec& s, const 
     std::copy(dy.begin(), dy.end(), dx.begin());
     return dx;
   }
-  detail::fp8_torchao_backward(s, bl, x.data(), dy.data(), state.amax.data(), dx.data());
+  detail::fp8_torchao_backward<Policy>(s, bl, x.data(), dy.data(), state.amax.data(), dx.data());
   return dx;
 }
 

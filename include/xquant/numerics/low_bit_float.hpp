@@ -114,8 +114,10 @@ struct element_cast {
   /// The functor for element type `t` under `rule`.
   XQ_DECL static element_cast make(element_type t, const cast_rule& rule);
 
-  /// |x| (a >= 0, not NaN) on the grid with the rounding R, specials mapped.
-  template <rounding R, class V>
+  /// |x| (a >= 0, not NaN) on the grid with the rounding R, specials mapped. AnyType false:
+  /// the element type is one of the FP8/FP6/FP4 grids (its smallest step a normal float, no
+  /// E8M0), which drops two run-time tests from the loop.
+  template <rounding R, bool AnyType = true, class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V magnitude_rounded(const V& a) const {
     // a's power of two (its exponent field alone; 0 for a zero or subnormal a), at least
     // the smallest normal, times 2^-m: the step of a's binade on the element's grid.
@@ -124,7 +126,7 @@ struct element_cast {
     // step is a normal float, as for every element type but E8M0).
     const V c = math::min(a, V(4.0f * max));
     const V step = math::max(math::pow2_floor(c), V(min_normal)) * V(inv_mantissa);
-    const V v = min_step >= 1.17549435e-38f ? c * math::reciprocal_pow2(step) : c / step;
+    const V v = (!AnyType || min_step >= 1.17549435e-38f) ? c * math::reciprocal_pow2(step) : c / step;
     V r;
     if constexpr (R == rounding::half_even) r = math::round_half_even(v);
     else if constexpr (R == rounding::half_away) r = math::round_half_up(v);
@@ -142,14 +144,15 @@ struct element_cast {
   }
 
   /// The element's value as a float32, with the rounding R (what `round` says: `forward`).
-  template <rounding R, class V>
+  /// AnyType false: an FP8/FP6/FP4 grid (see magnitude_rounded).
+  template <rounding R, bool AnyType = true, class V>
   XQ_HOST_DEVICE XQ_ALWAYS_INLINE V forward_rounded(const V& x) const {
     const V a = math::abs(x);
-    V out = math::copy_sign_bit(magnitude_rounded<R>(a), x);
+    V out = math::copy_sign_bit(magnitude_rounded<R, AnyType>(a), x);
     const auto is_nan = math::logical_not(a == a);  // (xsimd's != is an ordered compare)
     const V nan_out = flip_nan_sign ? math::copy_sign_bit(V(nan_value), math::flip_sign_bit(x)) : math::copy_sign_bit(V(nan_value), x);
     out = math::select(is_nan, nan_out, out);
-    if (positive_only) {
+    if (AnyType && positive_only) {
       // ml_dtypes rounds E8M0 on float32's bits, so a float32 subnormal (exponent field 0)
       // goes up to 2^-126 once it is past 2^-127 (its raw bits past 0x400000).
       const V tiny = math::select(a <= V(5.87747175e-39f), V(5.87747175e-39f), V(1.17549435e-38f));

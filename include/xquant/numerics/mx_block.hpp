@@ -146,7 +146,7 @@ struct mx_kernel {
       q = math::copy_sign_bit(m, t);
       q = math::select(math::logical_not(a == a), t, q);
     } else {
-      q = cast.forward_rounded<round>(t);
+      q = cast.template forward_rounded<round, false>(t);
     }
     if constexpr (Var == mx_variant::modelopt_mxfp4) q = math::select(t == V(0.0f), V(-0.0f), q);  // cast_fp4
     if constexpr (microxcaling) q = math::select(t == V(0.0f), V(0.0f), q);  // sign(±0) * ... = +0

@@ -28,6 +28,7 @@
 #include "../core/tensor.hpp"
 #include "../kernels/block_scaled.hpp"
 #include "../kernels/math.hpp"
+#include "../kernels/parallel.hpp"
 #include "../kernels/policy.hpp"
 
 namespace xq::low_bit {
@@ -193,9 +194,102 @@ struct int4_weight_only_format {
   }
 };
 
-/// int4_weight_only's autograd (compiled: torchao_affine.ipp).
-XQ_DECL void int4_weight_only_backward(const kernels::block_layout& bl, const float* x, const float* dy,
-                                       const float* state, float* dx);
+/// A group's sum as torch's sum_to_size over the last dim gives it: 0 + its vectorized sum
+/// (compiled: torchao_affine.ipp).
+XQ_DECL float int4_group_sum(const float* p, std::size_t n);
+
+/// int4_weight_only's autograd for one group of n contiguous values (its state mn, mx): the
+/// graph of Int4WeightFakeQuantizer._bf16_activations_forward node by node, each gradient
+/// that several nodes send to one tensor added in the order torch's engine runs those nodes
+/// (the most recently created first): scale gets (fq · scale) + (the division) + (zero_point's
+/// scale · 8); min gets (w − min) + (zero_point) + (max − min); w gets (w − min) + amin + amax.
+struct int4_backward_step {
+  float mn, s;
+  template <class V>
+  XQ_ALWAYS_INLINE void operator()(const V& xv, const V& dyv, V& gn, V& c1, V& c2, V& m1) const {
+    const V num = xv - V(mn);
+    const V r = math::round_half_even(num / V(s));
+    const V k2 = math::min(math::max(r, V(0.0f)), V(15.0f)) - V(8.0f);
+    const V gt = math::select(math::logical_and(r > V(0.0f), r < V(15.0f)), dyv * V(s), V(0.0f));  // clamp: 0 at 0, 15
+    gn = gt / V(s);
+    c1 = dyv * k2;
+    c2 = math::flip_sign_bit(gt) * ((num / V(s)) / V(s));
+    m1 = math::flip_sign_bit(gn);
+  }
+};
+
+struct int4_backward_input_step {
+  float mn, mx, per_min, per_max;
+  template <class V>
+  XQ_ALWAYS_INLINE V operator()(const V& xv, const V& gn) const {
+    return (gn + V(per_min) * math::as_float(xv == V(mn))) + V(per_max) * math::as_float(xv == V(mx));
+  }
+};
+
+template <class Policy>
+void int4_weight_only_group_backward(float mn, float mx, const float* x, const float* dy, float* dx, std::size_t n,
+                                     float* gnum, float* c1p, float* c2p, float* m1p) {
+  const float s = int4_weight_only_format::scale_of(mn, mx);
+  const int4_backward_step step{mn, s};
+  std::size_t i = 0;
+  if constexpr (is_simd_policy_v<Policy>) {
+    using B = xsimd::batch<float, typename Policy::arch_type>;
+    for (; i + B::size <= n; i += B::size) {
+      B gn, c1, c2, m1;
+      step(B::load_unaligned(x + i), B::load_unaligned(dy + i), gn, c1, c2, m1);
+      gn.store_unaligned(gnum + i);
+      c1.store_unaligned(c1p + i);
+      c2.store_unaligned(c2p + i);
+      m1.store_unaligned(m1p + i);
+    }
+  }
+  for (; i < n; ++i) step(x[i], dy[i], gnum[i], c1p[i], c2p[i], m1p[i]);
+  const float zp = int4_group_sum(dy, n);
+  const float grad_scale = (int4_group_sum(c1p, n) + int4_group_sum(c2p, n)) + zp * 8.0f;
+  const float grad_c = grad_scale / 15.0f;
+  const float grad_d = mx - mn > 1e-6f ? grad_c : 0.0f;  // clamp(min=1e-6)'s backward, strict
+  const float grad_min = (int4_group_sum(m1p, n) + zp) + math::flip_sign_bit(grad_d);
+  std::size_t count_min = 0, count_max = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    count_min += x[j] == mn;
+    count_max += x[j] == mx;
+  }
+  const int4_backward_input_step out{mn, mx, grad_min / float(count_min), grad_d / float(count_max)};
+  i = 0;
+  if constexpr (is_simd_policy_v<Policy>) {
+    using B = xsimd::batch<float, typename Policy::arch_type>;
+    for (; i + B::size <= n; i += B::size) out(B::load_unaligned(x + i), B::load_unaligned(gnum + i)).store_unaligned(dx + i);
+  }
+  for (; i < n; ++i) dx[i] = out(x[i], gnum[i]);
+}
+
+template <class Policy>
+void int4_weight_only_backward(const kernels::block_layout& bl, const float* x, const float* dy, const float* state,
+                               float* dx) {
+  const std::size_t G = bl.block, groups = bl.block_count(), L = bl.shape.channels, inner = bl.shape.inner;
+  const std::size_t nb = bl.blocks_per_row();
+  const auto run = [&](std::size_t begin, std::size_t end) {
+    std::vector<float> xs(G), dys(G), dxs(G), gnum(G), c1(G), c2(G), m1(G);
+    for (std::size_t g = begin; g < end; ++g) {
+      const std::size_t row = g / nb, b = g % nb;
+      if (inner == 1) {
+        const std::size_t at = row * L + b * G;
+        int4_weight_only_group_backward<Policy>(state[2 * g], state[2 * g + 1], x + at, dy + at, dx + at, G,
+                                                gnum.data(), c1.data(), c2.data(), m1.data());
+        continue;
+      }
+      const std::size_t o = row / inner, i = row % inner;  // a group along a middle axis: gathered
+      for (std::size_t j = 0; j < G; ++j) {
+        xs[j] = x[(o * L + b * G + j) * inner + i];
+        dys[j] = dy[(o * L + b * G + j) * inner + i];
+      }
+      int4_weight_only_group_backward<Policy>(state[2 * g], state[2 * g + 1], xs.data(), dys.data(), dxs.data(), G,
+                                              gnum.data(), c1.data(), c2.data(), m1.data());
+      for (std::size_t j = 0; j < G; ++j) dx[(o * L + b * G + j) * inner + i] = dxs[j];
+    }
+  };
+  kernels::parallel_chunks(bl.shape.size() >= XQ_PARALLEL_THRESHOLD ? kernels::max_threads() : 1, groups, 1, run);
+}
 
 }  // namespace xq::low_bit::detail
 
@@ -240,7 +334,7 @@ tensor intx_backward(const tensor& x, const tensor& dy, const intx_spec& s, cons
   if (dy.shape() != x.shape()) throw argument_error(where, "dy of x's shape", "another shape");
   tensor dx = tensor::from_shape(x.shape());
   if (s.scheme == intx_scheme::int4_weight_only) {
-    detail::int4_weight_only_backward(bl, x.data(), dy.data(), state.values.data(), dx.data());
+    detail::int4_weight_only_backward<Policy>(bl, x.data(), dy.data(), state.values.data(), dx.data());
     return dx;
   }
   if (mask == nullptr) throw argument_error(where, "the forward's gradient mask", "none");

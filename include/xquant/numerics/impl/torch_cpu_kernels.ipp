@@ -171,6 +171,25 @@ inline float inner_sum(const float* x, std::int64_t size) {
   constexpr std::int64_t W = 8;  // Vectorized<float>::size() on AVX2
   if (size < W) return row_sum<1>(x, 1, size)[0];
   const std::int64_t vec_size = size / W;
+  if (vec_size / 4 < 16) {
+    // Below 16 rows of four vectors, multi_row_sum's level loop does not run: four
+    // accumulators take the rows in turn, then row_sum's leftover vectors and the other three
+    // accumulators go into the first (the same additions in the same order, in plain loops
+    // the compiler vectorizes: small sums are the low-bit backwards' group and row sums).
+    float acc[4][W] = {};
+    const std::int64_t size_ilp = vec_size / 4;
+    for (std::int64_t i = 0; i < size_ilp; ++i)
+      for (std::int64_t k = 0; k < 4; ++k)
+        for (std::int64_t l = 0; l < W; ++l) acc[k][l] += x[(i * 4 + k) * W + l];
+    for (std::int64_t i = size_ilp * 4; i < vec_size; ++i)
+      for (std::int64_t l = 0; l < W; ++l) acc[0][l] += x[i * W + l];
+    for (std::int64_t k = 1; k < 4; ++k)
+      for (std::int64_t l = 0; l < W; ++l) acc[0][l] += acc[k][l];
+    float out = 0.0f;
+    for (std::int64_t k = vec_size * W; k < size; ++k) out += x[k];
+    for (std::int64_t l = 0; l < W; ++l) out += acc[0][l];
+    return out;
+  }
   const lanes<W> v = row_sum<W>(x, W, vec_size);
   float acc = 0.0f;
   for (std::int64_t k = vec_size * W; k < size; ++k) acc += x[k];

@@ -78,72 +78,7 @@ XQ_DECL intx_format intx_format::make(const intx_spec& s) {
   return f;
 }
 
-XQ_DECL void int4_weight_only_backward(const kernels::block_layout& bl, const float* x, const float* dy,
-                                       const float* state, float* dx) {
-  // The autograd graph of Int4WeightFakeQuantizer._bf16_activations_forward, node by node, with
-  // each gradient that several nodes send to one tensor added in the order torch's engine runs
-  // those nodes (the most recently created first): scale gets (fq·scale) + (the division) +
-  // (zero_point's scale·8); min gets (w − min) + (zero_point) + (max − min); w gets (w − min) +
-  // amin + amax. Sums over a group are torch's row sums (sum_to_size over the last dim).
-  const std::size_t G = bl.block, groups = bl.block_count(), L = bl.shape.channels, inner = bl.shape.inner;
-  const std::size_t nb = bl.blocks_per_row();
-  const auto at = [&](std::size_t g, std::size_t j) {  // element j of group g in x's layout
-    const std::size_t row = g / nb, b = g % nb;
-    if (inner == 1) return row * L + b * G + j;
-    const std::size_t o = row / inner, i = row % inner;
-    return (o * L + b * G + j) * inner + i;
-  };
-  std::vector<float> grad_t(groups * G), c1p(groups * G), c2p(groups * G), m1p(groups * G), dyp(groups * G);
-  for (std::size_t g = 0; g < groups; ++g) {
-    const float mn = state[2 * g], mx = state[2 * g + 1];
-    const float s = int4_weight_only_format::scale_of(mn, mx);
-    for (std::size_t j = 0; j < G; ++j) {
-      const std::size_t k = g * G + j, a = at(g, j);
-      const float num = x[a] - mn;
-      const float r = math::round_half_even(num / s);
-      const float q = math::min(math::max(r, 0.0f), 15.0f);
-      const float k2 = q - 8.0f;
-      const float gk2 = dy[a] * s;
-      const float gt = (r > 0.0f && r < 15.0f) ? gk2 : 0.0f;  // clamp's backward: 0 at the bounds
-      const float gnum = gt / s;
-      grad_t[k] = gnum;
-      c1p[k] = dy[a] * k2;
-      c2p[k] = -gt * ((num / s) / s);
-      m1p[k] = -gnum;
-      dyp[k] = dy[a];
-    }
-  }
-  kernels::channel_layout rows;
-  rows.outer = 1;
-  rows.channels = groups;
-  rows.inner = G;
-  std::vector<float> c1(groups), c2(groups), m1(groups), zp(groups);
-  torch::cpu::sum_except_axis(c1p.data(), rows, c1.data());
-  torch::cpu::sum_except_axis(c2p.data(), rows, c2.data());
-  torch::cpu::sum_except_axis(m1p.data(), rows, m1.data());
-  torch::cpu::sum_except_axis(dyp.data(), rows, zp.data());
-  for (std::size_t g = 0; g < groups; ++g) {
-    const float mn = state[2 * g], mx = state[2 * g + 1];
-    const float grad_scale = (c1[g] + c2[g]) + zp[g] * 8.0f;
-    const float grad_c = grad_scale / 15.0f;
-    const float d = mx - mn;
-    const float grad_d = d > 1e-6f ? grad_c : 0.0f;  // clamp(min=1e-6)'s backward, strict
-    const float grad_max = grad_d;
-    const float grad_min = (m1[g] + zp[g]) + (-grad_d);
-    std::size_t count_min = 0, count_max = 0;
-    for (std::size_t j = 0; j < G; ++j) {
-      const float v = x[at(g, j)];
-      count_min += v == mn;
-      count_max += v == mx;
-    }
-    const float per_min = grad_min / float(count_min), per_max = grad_max / float(count_max);
-    for (std::size_t j = 0; j < G; ++j) {
-      const std::size_t a = at(g, j);
-      const float v = x[a];
-      dx[a] = (grad_t[g * G + j] + per_min * (v == mn ? 1.0f : 0.0f)) + per_max * (v == mx ? 1.0f : 0.0f);
-    }
-  }
-}
+XQ_DECL float int4_group_sum(const float* p, std::size_t n) { return torch::cpu::sum(p, n); }
 
 }  // namespace detail
 
