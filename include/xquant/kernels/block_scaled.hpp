@@ -200,9 +200,8 @@ struct has_identity_gradient<Format, std::void_t<decltype(Format::identity_gradi
 /// `streaming` (a large output, simd.hpp's threshold), batches that start a 64-byte line are
 /// written with non-temporal stores, as the elementwise walkers and memcpy write large outputs:
 /// no read-for-ownership of lines that would not stay in cache (the caller fences).
-template <class Policy, class Format, class Kernel>
-XQ_ALWAYS_INLINE void apply_run(const Kernel& kernel, const float* x, float* y, bool* mask, std::size_t n,
-                                bool streaming = false) {
+template <class Policy, class Format, bool Streaming = false, class Kernel>
+XQ_ALWAYS_INLINE void apply_run(const Kernel& kernel, const float* x, float* y, bool* mask, std::size_t n) {
   const Kernel k = kernel;  // a local copy: stores may alias a reference's members
   std::size_t i = 0;
   constexpr bool identity = has_identity_gradient<Format>::value;
@@ -213,7 +212,7 @@ XQ_ALWAYS_INLINE void apply_run(const Kernel& kernel, const float* x, float* y, 
     for (; i + W <= n; i += W) {
       const B v = B::load_unaligned(x + i);
       const B out = k.forward(v);
-      if (streaming && W * sizeof(float) == 64 && reinterpret_cast<std::uintptr_t>(y + i) % 64 == 0)
+      if (Streaming && W * sizeof(float) == 64 && reinterpret_cast<std::uintptr_t>(y + i) % 64 == 0)
         store_streaming<A>(out, y + i);
       else
         out.store_unaligned(y + i);
@@ -364,13 +363,17 @@ void walk_rows(const Format& f, std::size_t tile_rows, const float* x, float* y,
           for (std::size_t k = 0; k < S; ++k) st[k][b] = in[b * state_stride + k];
       }
       chunk_params<Policy>(f, st, pr, cb);
-      for (std::size_t b = 0; b < cb; ++b) {
-        const std::size_t c0 = (b0 + b) * block, count = std::min(block, row_length - c0);
-        const auto kernel = kernel_at(f, pr, b);
-        for (std::size_t r = r0; r < r1; ++r)
-          apply_run<Policy, Format>(kernel, x + r * row_stride + c0, y + r * row_stride + c0,
-                                    mask ? mask + r * row_stride + c0 : nullptr, count, streaming);
-      }
+      const auto apply_chunk = [&](auto streamed) {
+        for (std::size_t b = 0; b < cb; ++b) {
+          const std::size_t c0 = (b0 + b) * block, count = std::min(block, row_length - c0);
+          const auto kernel = kernel_at(f, pr, b);
+          for (std::size_t r = r0; r < r1; ++r)
+            apply_run<Policy, Format, decltype(streamed)::value>(kernel, x + r * row_stride + c0, y + r * row_stride + c0,
+                                                                 mask ? mask + r * row_stride + c0 : nullptr, count);
+        }
+      };
+      if (streaming) apply_chunk(std::true_type{});
+      else apply_chunk(std::false_type{});
     }
   }
   if (streaming) streaming_fence();
@@ -452,9 +455,12 @@ void elementwise_apply(const typename Format::kernel_type& kernel, const float* 
                        std::size_t n) {
   const bool streaming = is_simd_policy_v<Policy> && detail::use_streaming_stores(n);
   parallel_for(n, 1024, [&](std::size_t begin, std::size_t end) {
-    detail::apply_run<Policy, Format>(kernel, x + begin, y + begin, mask ? mask + begin : nullptr, end - begin,
-                                      streaming);
-    if (streaming) detail::streaming_fence();
+    if (streaming) {
+      detail::apply_run<Policy, Format, true>(kernel, x + begin, y + begin, mask ? mask + begin : nullptr, end - begin);
+      detail::streaming_fence();
+    } else {
+      detail::apply_run<Policy, Format, false>(kernel, x + begin, y + begin, mask ? mask + begin : nullptr, end - begin);
+    }
   });
 }
 
