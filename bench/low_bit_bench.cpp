@@ -129,7 +129,7 @@ std::vector<format_case> cases() {
         [s](const xq::tensor& x) {
           return std::function<void()>([&x, s] { benchmark::DoNotOptimize(lb::mx_quantize_dequantize<policy>(x, s).data()); });
         },
-        [dy_of](const xq::tensor& x) {  // every MX peer's gradient is the identity: dx = dy
+        [dy_of](const xq::tensor& x) {  // the MX peers pass the gradient through: dx = dy
           auto dy = dy_of(x);
           return std::function<void()>([dy] { benchmark::DoNotOptimize(xq::tensor(*dy).data()); });
         });

@@ -285,7 +285,8 @@ void fp8_torchao_backward(const fp8_spec& s, const kernels::block_layout& bl, co
   const std::size_t inner = whole ? 1 : bl.shape.inner;
   const auto run_rows = [&](std::size_t begin, std::size_t end) {
     std::vector<float> xs(inner == 1 ? 0 : cols), dys(inner == 1 ? 0 : cols), dxs(inner == 1 ? 0 : cols);
-    std::vector<float> g(cols), pa(cols), pb(cols);
+    // (tensors: a per-tensor scale's buffers are the tensor's size, kept mapped by the cache)
+    tensor g = tensor::from_shape({cols}), pa = tensor::from_shape({cols}), pb = tensor::from_shape({cols});
     for (std::size_t r = begin; r < end; ++r) {
       const float* xr = x + r * cols;
       const float* dyr = dy + r * cols;

@@ -98,8 +98,9 @@ tensor mx_quantize_dequantize(const tensor& x, const mx_spec& s, const std::stri
                               std::vector<float>* scales = nullptr);
 /// The quantize-dequantize of x with given block scales (as mx_quantize_dequantize wrote them
 /// for a tensor of x's shape; argument_error otherwise): observation off. The gradient of every
-/// MX variant is the identity (torchao's MX QAT backward, microxcaling's STE, ModelOpt's
-/// dynamic block quantizer, which skips the clip for MX formats).
+/// MX variant is the identity (torchao's MX QAT backward; ModelOpt's dynamic block quantizer,
+/// which skips the clip for MX formats; microxcaling's layers pass it through and quantize it
+/// as a gradient, which xquant does not).
 template <class Policy = default_policy>
 tensor mx_apply(const tensor& x, const mx_spec& s, const std::vector<float>& scales,
                 const std::string& where = "xq::low_bit::mx");
@@ -168,7 +169,7 @@ struct mx_format {
   static constexpr std::size_t state_size = 1;
   static constexpr std::size_t param_count = 2;
   static constexpr bool vector_state = false;
-  static constexpr bool identity_gradient = true;  // every MX peer passes the gradient through
+  static constexpr bool identity_gradient = true;  // torchao's and ModelOpt's MX fake quant pass it through
   using kernel_type = mx_kernel<Var>;
   static constexpr bool floor_family =
       Var == mx_variant::torchao_floor || Var == mx_variant::torchao_ceil || Var == mx_variant::torchao_even;

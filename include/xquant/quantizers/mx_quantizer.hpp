@@ -5,7 +5,9 @@
 /// and order of operations of the peer function its variant names (numerics/mx_block.hpp:
 /// torchao's to_mx FLOOR/CEIL/EVEN/RCEIL, microxcaling's _quantize_mx, ModelOpt's
 /// MXFP4QTensor). State: "scale", one 2^e per block (E8M0: 8 bits in the summary). The
-/// gradient is the identity, as in every MX peer. Presets: low_bit_presets.hpp.
+/// gradient is the identity, as torchao's MX QAT backward and ModelOpt's dynamic block quantizer
+/// pass it (microxcaling's layers quantize the incoming gradient too: not reproduced). Presets:
+/// low_bit_presets.hpp.
 ///
 /// \code
 ///   xq::low_bit::mx_spec s;                       // torchao RCEIL, FP4, blocks of 32, last axis
