@@ -9,9 +9,9 @@
 ///  |---|---|---|---|---|
 ///  | torchao (`nvfp4_tensor.py::nvfp4_quantize` with `per_tensor_scale = amax / 2688`, `NVFP4Tensor.dequantize`; NVFP4FakeQuantizeConfig's default) | amax / 2688 | clamp((amax_b / 6) / g, 2^-6, 448) | x · ((1/g) / bs), clamp ±6, RNE; NaN → ±1.5 | v · (g · bs) |
 ///  | torchao_one_level (`per_tensor_scale=None`) | — | clamp(amax_b / 6, 2^-6, 448) | x · (1 / bs) | v · bs |
-///  | transformer_engine (`reference_nvfp4.py::NVFP4QuantizerRef._quantize_blockwise_reference`, 1x16 or 16x16 tiles) | S = min(2688 / amax, FLT_MAX), 1 when 0; g = 1 / S | clamp(min(amax_b · (S · (1/6)), FLT_MAX), ±448); no lower clamp (→ 0) | x · min(1 / (bs · g), FLT_MAX), clamp ±6, RNE by comparisons: −0 and NaN → +0 | v · (bs · g): TE's reference has no dequantize (its GEMM folds amax/2688 into alpha), so this product is xquant's; the codes and scales are the peer's |
+///  | transformer_engine (`reference_nvfp4.py::NVFP4QuantizerRef._quantize_blockwise_reference`, 1x16 or 16x16 tiles) | S = min(2688 / amax, FLT_MAX), 1 when 0; g = 1 / S | clamp(min(amax_b · (S · (1/6)), FLT_MAX), ±448); no lower clamp (→ 0) | x · min(1 / (bs · g), FLT_MAX), clamp ±6, RNE by comparisons: −0 and NaN → +0 | v · (bs · g): TE's reference has no dequantize (its GEMM folds amax_x · amax_w / 2688² into alpha), so this product is xquant's; the codes and scales are the peer's |
 ///  | modelopt_qtensor (`NVFP4QTensor.quantize` + `dequantize`) | amax / 2688 | amax_b / (6 · g), 0 → 1, clamp [2^-9, 448] | x / (bs · g), RNE (`searchsorted` + tie fix): a zero takes no sign, NaN → 6 | v · (bs · g), −0 → +0 |
-///  | modelopt_triton (`tensor_quant.static_blockwise_fp4_fake_quant`: `compute_fp4_scales` + the Triton kernel `nvfp4_scalar_quant`) | sfa = amax / 6; 448 / sfa (1 when sfa <= 2^-24) | q = E4M3(clamp((amax_b / 6) · (448 / sfa), ±448)); s = q · (1 / (448 / sfa)) | |x| / s, RNE by comparisons (NaN → 6), sign from x >= 0 | q · s; **s = 0 zeroes the block**, a NaN or infinite s is taken as 1 |
+///  | modelopt_triton (`tensor_quant.static_blockwise_fp4_fake_quant`: `compute_fp4_scales` + the Triton kernel `nvfp4_scalar_quant`) | sfa = amax / 6; S8 = `448.0 / sfa`, which torch computes as reciprocal × 448 (sfa 1 when <= 2^-24) | q = E4M3(clamp((amax_b / 6) · S8, ±448)); s = q · (1 / S8) | |x| / s, RNE by comparisons (NaN → 6), sign from x >= 0 | q · s; **s = 0 zeroes the block**, a NaN or infinite s is taken as 1 |
 ///
 /// The gradient is the identity for every variant (torchao's NVFP4 QAT backward multiplies
 /// the incoming gradient by the dequantized operands as they are; TransformerEngine has no
@@ -25,8 +25,8 @@
 /// takes axis 0). Only TransformerEngine pads a partial last block (with zeros); torchao
 /// asserts whole blocks, NVFP4QTensor pads in `quantize` but its `dequantize` then fails, and
 /// the Triton path cuts the flattened tensor into runs of 16: for those the axis length must
-/// be a multiple of 16 (argument_error otherwise). TransformerEngine's 16x16 weight tiles (`tiles_16x16`) share
-/// one amax over 16 consecutive block rows.
+/// be a multiple of 16 (argument_error otherwise). TransformerEngine's 16x16 weight tiles
+/// (`tiles_16x16`) share one amax over 16 consecutive block rows.
 
 #include <cmath>
 #include <cstddef>
