@@ -260,3 +260,64 @@ TEST_CASE("presets are named after the peers' configs", "[low_bit][quantizers][p
   CHECK(xq::presets::transformer_engine_float8_current_scaling().activation.describe() ==
         "fp8_quantizer(fp8_e4m3fn transformer_engine per_tensor axis -1)");
 }
+
+namespace {
+
+/// One weight quantizer of each kind in a dense layer: train-call, save and load, clone, and
+/// the summary's bits against the quantizer's bits_per_value.
+template <class Q>
+void round_trip(Q weight_quantizer, double want_bits) {
+  using layer_t = xq::quant_dense<xq::no_quantizer, Q>;
+  INFO(weight_quantizer.describe());
+  auto model = xq::sequential(layer_t(32, {}, weight_quantizer).name("fc"));
+  xq::build(model, {2, 64});
+  {
+    const xq::training_mode training;
+    model(xq::var(li::random_rows(31, 4, 64)));
+  }
+  auto& fc = std::get<0>(model.children());
+  REQUIRE(fc.kernel_quantizer.built());
+  CHECK(fc.kernel_quantizer.bits_per_value() == Approx(want_bits).epsilon(1e-3));
+  const xq::model_summary s = xq::summarize(model, {1, 64});
+  std::uint64_t kernel_bits = 0;
+  for (const auto& w : s.layers[0].weights)
+    if (w.name != "fc/bias") kernel_bits += w.memory_bits();  // the kernel and the quantizer's state
+  CHECK(double(kernel_bits) / double(64 * 32) == Approx(fc.kernel_quantizer.bits_per_value()));
+  auto copy = xq::clone_model(model);
+  const auto a = fc.kernel_quantizer.parameters(), b = std::get<0>(copy.children()).kernel_quantizer.parameters();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i] != b[i]);
+    CHECK(same_bits(a[i]->value, b[i]->value));
+  }
+  auto other = xq::sequential(layer_t(32, {}, weight_quantizer).name("fc"));
+  xq::build(other, {1, 64});
+  const auto bytes = xq::save_checkpoint_bytes(model);
+  const std::string path = "test_low_bit_round_trip.xqc";
+  xq::save_checkpoint(path, model);
+  xq::load_checkpoint(path, other);
+  std::remove(path.c_str());
+  CHECK(xq::save_checkpoint_bytes(other) == bytes);
+  // the loaded state is used with the observer off
+  auto& fo = std::get<0>(other.children());
+  fo.kernel_quantizer.enable_observer(false);
+  fc.kernel_quantizer.enable_observer(false);
+  const xq::tensor x = li::random_rows(32, 3, 64);
+  CHECK(same_bits(other(xq::var(x)).value(), model(xq::var(x)).value()));
+}
+
+}  // namespace
+
+TEST_CASE("every low-bit quantizer saves, loads, clones and shows its bits", "[low_bit][quantizers][checkpoint]") {
+  lb::mx_spec mx;
+  mx.axis = 0;  // blocks along the kernel's input axis
+  round_trip(xq::mx_quantizer(mx), 4.0 + 8.0 / 32.0);
+  lb::nvfp4_spec nv;
+  nv.axis = 0;
+  round_trip(xq::nvfp4_quantizer(nv), 4.0 + 8.0 / 16.0 + 32.0 / (64 * 32));
+  lb::fp8_spec f8;
+  f8.axis = 0;
+  round_trip(xq::fp8_quantizer(f8), 8.0 + 32.0 / 64.0);  // an amax per output channel of 64 values
+  round_trip(xq::presets::torchao_int8_dynamic_activation_intx_weight(4, 32).weight, 4.0 + 32.0 / 32.0);
+  round_trip(xq::presets::torchao_int4_weight_only(32), 4.0 + 64.0 / 32.0);
+}
