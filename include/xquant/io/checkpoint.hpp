@@ -85,6 +85,12 @@ using folded_op = std::enable_if_t<
 
 /// A layer with a random generator that checkpoints keep (xq::dropout): it has
 /// `std::string generator_state() const` and `set_generator_state(const std::string&)`.
+/// A quantizer whose state takes a checkpoint's shape (`bool state_takes_saved_shape() const`:
+/// low_bit_quantizer.hpp).
+template <class T>
+using saved_shape_op =
+    std::enable_if_t<std::is_same_v<decltype(std::declval<const T&>().state_takes_saved_shape()), bool>>;
+
 template <class T>
 using generator_state_op = std::enable_if_t<
     std::is_convertible_v<decltype(std::declval<const T&>().generator_state()), std::string> &&
@@ -125,6 +131,9 @@ struct model_state_view {
   std::vector<quantizer_base*> quantizers;  ///< every quantizer, on or off, model order
   /// Per-channel range parameters that have no channels yet: they take the saved shape.
   std::unordered_set<const parameter*> unshaped;
+  /// State whose shape follows the input (the low-bit quantizers' scales): it takes the
+  /// saved shape, whatever its rank.
+  std::unordered_set<const parameter*> reshapeable;
   struct fold_link {
     std::shared_ptr<batch_norm_fold> link;
     std::vector<std::string> layers;
@@ -195,6 +204,9 @@ model_state_view view_model(Model& model) {
           v.unshaped.insert(l.max_parameter().get());
         }
       }
+      if constexpr (detail::detect<L, saved_shape_op>::value)
+        if (l.state_takes_saved_shape())
+          for (const auto& p : l.parameters()) v.reshapeable.insert(p.get());
     }
     if constexpr (detail::detect<L, generator_state_op>::value) v.generators.push_back(link_generator(l, path));
     if constexpr (has_float_layer_v<L>) {  // a quantized twin of such a layer: its float layer's generator

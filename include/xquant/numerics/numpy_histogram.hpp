@@ -13,9 +13,11 @@
 ///    disagrees with the edges (NumPy's own correction).
 ///  - `histogram_edges`: `np.histogram(a, bins=edges)`: counts of `[e_k, e_k+1)`, the last
 ///    bin closed, by binary search (`_search_sorted_inclusive`).
-///  - `arange`: `np.arange(start, stop, step)` of float32 scalars: the length
-///    `ceil(float32((stop - start) / step))`, then `start + i * (float32(start + step) - start)`
-///    in float32 (`FLOAT_fill`).
+///  - `arange`: `np.arange(start, stop, step)` of float32 scalars, which NumPy 2.x returns as
+///    **float64**: the length `ceil(float32((stop - start) / step))` in float32, the second
+///    value the float32 sum `start + step`, then `start + i * (second - start)` in double
+///    (`DOUBLE_fill`). (Computing the edges in float32 put some an ulp off, and a value
+///    next to one changed bin: an onnxruntime finding, tests/numerics/test_histogram_calibrators.cpp.)
 ///  - `pairwise_sum`: `np.sum` of a contiguous float64 array: blocks of up to 128 summed in
 ///    eight interleaved chains, halves (cut at a multiple of 8) added recursively.
 
@@ -47,9 +49,11 @@ XQ_DECL histogram_result histogram_uniform(const float* a, std::size_t n, std::i
 
 /// `np.histogram(a, bins=edges)` (edges increasing, at least two) of n float32 values.
 XQ_DECL std::vector<std::int64_t> histogram_edges(const float* a, std::size_t n, const std::vector<float>& edges);
+/// ... with float64 edges (NumPy compares the float32 data with them as doubles).
+XQ_DECL std::vector<std::int64_t> histogram_edges(const float* a, std::size_t n, const std::vector<double>& edges);
 
-/// `np.arange(start, stop, step)` of float32 scalars.
-XQ_DECL std::vector<float> arange(float start, float stop, float step);
+/// `np.arange(start, stop, step)` of float32 scalars: float64 values, as NumPy 2.x gives them.
+XQ_DECL std::vector<double> arange(float start, float stop, float step);
 
 /// `np.sum` of n contiguous doubles (pairwise summation).
 XQ_DECL double pairwise_sum(const double* a, std::size_t n);

@@ -48,6 +48,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "../config.hpp"
@@ -96,6 +97,18 @@ XQ_DECL void set_reduction_threads(int threads);
 
 /// `torch.cumsum` of n contiguous floats.
 XQ_DECL std::vector<float> cumsum(const float* x, std::size_t n);
+
+/// `torch.aminmax(x)` of n > 0 contiguous floats (ReduceAllOpsKernel.cpp
+/// `aminmax_allreduce_kernel` -> `vec::reduce2_all`), as torch's build with `lanes`-float
+/// vectors computes it on one thread (or any thread count when n < 32768): 8 lanes in the
+/// default and AVX2 builds (and the avx512 capability, which runs the AVX2 kernel). The first vector is the accumulator, whole
+/// vectors follow (`minimum`: x86 `minps(acc, v)`, which returns v when both are zeros, NaN
+/// if either is), a partial last vector updates its own lanes only, and the lanes are
+/// reduced by shuffles at strides lanes/2, ..., 1 (`tree`: the AVX2 and AVX-512 builds) or
+/// one after another into lane 0 (the default build); under `lanes` values, lane 0 takes
+/// them one after another. So it equals a plain min and max except in which zero it keeps
+/// when the data hold both -0.0 and +0.0 (PyTorch's MinMaxObserver stores that zero).
+XQ_DECL std::pair<float, float> aminmax(const float* x, std::size_t n, std::size_t lanes, bool tree);
 
 }  // namespace xq::torch::cpu
 

@@ -185,6 +185,46 @@ struct fake_quantize_affine_wide_kernel {
   float input_grad(float x, float dy) const { return dy * math::as_float(passes(x)); }
 };
 
+/// Per channel, integer ranges wider than 2^24 levels (int32): PyTorch's per-channel kernel
+/// (`_fake_quant_per_channel_cachemask_cpu_helper`, integer zero points) computes
+/// `zp + nearbyint(x * inv)` in float, casts it to int64, clamps it as doubles (std::fmin /
+/// std::fmax of the int64 and the int64 bounds), subtracts the int32 zero point in double
+/// and multiplies by the scale in double, rounding to float once at the end. The float
+/// kernel above subtracts `float(zp)` and loses every zero point past 2^24 (x = 0.4404,
+/// zp = -2124707931, s = 0.8808: torch -32.59, the float kernel 0); this one keeps the
+/// integer, one element at a time under every policy.
+struct fake_quantize_affine_channel_wide_kernel {
+  static constexpr bool vectorizable = false;
+  float scale, inv_scale;
+  std::int64_t zero_point, quant_min, quant_max;
+
+  std::int64_t quantized(float x) const {
+    return detail::x86_int64(double(float(zero_point) + std::nearbyint(x * inv_scale)));
+  }
+  float forward(float x) const {
+    const double q = std::fmin(std::fmax(double(quantized(x)), double(quant_min)), double(quant_max));
+    return float((q - double(zero_point)) * double(scale));
+  }
+  bool passes(float x) const {
+    const std::int64_t q = quantized(x);
+    return quant_min <= q && q <= quant_max;
+  }
+  float input_grad(float x, float dy) const { return dy * math::as_float(passes(x)); }
+};
+
+struct fake_quantize_affine_channel_wide_table {
+  static constexpr bool vectorizable = false;
+  const float *scale, *inv_scale;
+  const std::int64_t* zero_point;
+  std::int64_t quant_min, quant_max;
+
+  template <class P>
+  fake_quantize_affine_channel_wide_kernel at(std::size_t c) const {
+    static_assert(std::is_same_v<P, float>, "xquant: the wide per-channel kernel is scalar only");
+    return {scale[c], inv_scale[c], zero_point[c], quant_min, quant_max};
+  }
+};
+
 template <bool CastFirst>
 struct fake_quantize_affine_channels {
   const float *scale, *inv_scale, *zero_point;
@@ -251,12 +291,14 @@ void with_per_tensor_kernel(float scale, std::int64_t zero_point, std::int64_t q
 struct channel_params {
   kernels::channel_layout layout;
   std::vector<float> scale, inv_scale, zero_point;
+  std::vector<std::int64_t> integer_zero_point;  ///< the zero points as given (the wide kernel's)
   float quant_min, quant_max;
+  std::int64_t integer_quant_min, integer_quant_max;
 
   template <class ZeroPoints>
   channel_params(const tensor& x, const vector& scales, const ZeroPoints& zero_points, long axis,
                  std::int64_t qmin, std::int64_t qmax, bool check_zp, const char* where)
-      : quant_min(float(qmin)), quant_max(float(qmax)) {
+      : quant_min(float(qmin)), quant_max(float(qmax)), integer_quant_min(qmin), integer_quant_max(qmax) {
     check_quant_range(qmin, qmax, where);
     layout = kernels::channel_layout::of(x.shape(), axis, where);
     const std::size_t n = layout.channels;
@@ -269,6 +311,7 @@ struct channel_params {
     scale.resize(n);
     inv_scale.resize(n);
     zero_point.resize(n);
+    integer_zero_point.resize(n);
     for (std::size_t c = 0; c < n; ++c) {
       check_scale(scales(c), where, xq::detail::concat("scale[", c, "]"));
       if (check_zp)
@@ -277,7 +320,19 @@ struct channel_params {
       scale[c] = scales(c);
       inv_scale[c] = 1.0f / scales(c);
       zero_point[c] = float(zero_points(c));
+      if constexpr (std::is_integral_v<std::decay_t<decltype(zero_points(c))>>)
+        integer_zero_point[c] = static_cast<std::int64_t>(zero_points(c));
     }
+  }
+
+  /// Whether the range holds integers float cannot: then the integer zero-point ops run
+  /// the wide kernel (scalar), as per tensor does.
+  bool wide() const {
+    constexpr std::int64_t exact = std::int64_t(1) << 24;
+    return integer_quant_min < -exact || integer_quant_max > exact;
+  }
+  fake_quantize_affine_channel_wide_table wide_table() const {
+    return {scale.data(), inv_scale.data(), integer_zero_point.data(), integer_quant_min, integer_quant_max};
   }
 
   fake_quantize_affine_channels<true> table() const {
@@ -344,7 +399,8 @@ tensor fake_quantize_per_channel_affine(const tensor& x, const vector& scale,
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, true,
                                  "torch.fake_quantize_per_channel_affine");
   tensor y = tensor::from_shape(x.shape());
-  kernels::forward_channels(Policy{}, p.table(), p.layout, x.data(), y.data());
+  if (p.wide()) kernels::forward_channels(scalar_policy{}, p.wide_table(), p.layout, x.data(), y.data());
+  else kernels::forward_channels(Policy{}, p.table(), p.layout, x.data(), y.data());
   return y;
 }
 
@@ -375,8 +431,11 @@ fake_quant_result fake_quantize_per_channel_affine_and_mask(const tensor& x, con
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, true,
                                  "torch.fake_quantize_per_channel_affine");
   fake_quant_result r{tensor::from_shape(x.shape()), mask_tensor(x.shape())};
-  kernels::forward_channels_with_mask(Policy{}, p.table(), p.layout, x.data(), r.y.data(),
-                                      r.mask.data());
+  if (p.wide())
+    kernels::forward_channels_with_mask(scalar_policy{}, p.wide_table(), p.layout, x.data(), r.y.data(),
+                                        r.mask.data());
+  else
+    kernels::forward_channels_with_mask(Policy{}, p.table(), p.layout, x.data(), r.y.data(), r.mask.data());
   return r;
 }
 
@@ -389,7 +448,8 @@ tensor fake_quantize_per_channel_affine_gradient(const tensor& dy, const tensor&
   xq::detail::require_same_shape(where, x, dy, "a gradient");
   const detail::channel_params p(x, scale, zero_point, axis, quant_min, quant_max, true, where);
   tensor dx = tensor::from_shape(x.shape());
-  kernels::backward_channels(Policy{}, p.table(), p.layout, x.data(), dy.data(), dx.data());
+  if (p.wide()) kernels::backward_channels(scalar_policy{}, p.wide_table(), p.layout, x.data(), dy.data(), dx.data());
+  else kernels::backward_channels(Policy{}, p.table(), p.layout, x.data(), dy.data(), dx.data());
   return dx;
 }
 

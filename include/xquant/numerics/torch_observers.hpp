@@ -71,7 +71,15 @@ struct observer_options {
   float eps = FLT_EPSILON;  ///< torch.finfo(torch.float32).eps = 2^-23
   float averaging_constant = 0.01f;
   long ch_axis = 0;
+  /// The torch CPU build whose `torch.aminmax` the per-tensor observers reproduce: it decides
+  /// which zero a batch holding both -0.0 and +0.0 stores as its min (or max) (torch_cpu_kernels.hpp).
+  cpu_capability capability = default_cpu_capability();
 };
+
+/// The float lanes of the vectors of torch's aminmax kernel in the build `c`: 8 in every
+/// build (torch registers no AVX-512 aminmax_allreduce_kernel, so its avx512 capability runs
+/// the AVX2 one: measured, tools/gen_golden_int8_findings.py). `cpu::aminmax` also takes 16.
+constexpr std::size_t aminmax_lanes(cpu_capability) { return 8; }
 
 /// `_calculate_qparams(min_val, max_val)` for one or more channels.
 XQ_DECL qparams calculate_qparams(const vector& min_val, const vector& max_val, const observer_options& o);

@@ -273,7 +273,8 @@ XQ_DECL checkpoint_plan plan_model(checkpoint_state& s, const model_state_view& 
       throw argument_error(p.name(), concat("parameter #", i, " in model order"),
                            concat("'", c.name, "' at #", i, " ", in_file(source),
                                   " (the parameters come in another order)"));
-    const bool takes_saved_shape = v.unshaped.count(&p) != 0 && c.value.dimension() == 1;
+    const bool takes_saved_shape =
+        (v.unshaped.count(&p) != 0 && c.value.dimension() == 1) || v.reshapeable.count(&p) != 0;
     if (c.value.shape() != p.value.shape() && !takes_saved_shape)
       throw argument_error(p.name(), concat("shape ", shape_string(p.value.shape()), " (the model's)"),
                            concat("shape ", shape_string(c.value.shape()), " ", in_file(source)));

@@ -68,13 +68,15 @@ XQ_DECL histogram_result histogram_uniform(const float* a, std::size_t n, std::i
   return histogram_uniform(a, n, bins, lo, hi);
 }
 
-XQ_DECL std::vector<std::int64_t> histogram_edges(const float* a, std::size_t n, const std::vector<float>& edges) {
+namespace detail {
+template <class Edge>
+std::vector<std::int64_t> histogram_edges_of(const float* a, std::size_t n, const std::vector<Edge>& edges) {
   if (edges.size() < 2)
     throw argument_error("np.histogram", "at least two bin edges", xq::detail::concat(edges.size(), " edges"));
   const std::size_t bins = edges.size() - 1;
   std::vector<std::int64_t> counts(bins, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const float v = a[i];
+    const Edge v = Edge(a[i]);  // float32 data against float64 edges: compared as doubles (exact)
     if (!(v >= edges.front() && v <= edges.back())) continue;
     // _search_sorted_inclusive: the last k with e_k <= v; the last bin is closed
     std::size_t k = std::size_t(std::upper_bound(edges.begin(), edges.end(), v) - edges.begin()) - 1;
@@ -83,20 +85,29 @@ XQ_DECL std::vector<std::int64_t> histogram_edges(const float* a, std::size_t n,
   }
   return counts;
 }
+}  // namespace detail
 
-XQ_DECL std::vector<float> arange(float start, float stop, float step) {
-  const float range = stop - start;
+XQ_DECL std::vector<std::int64_t> histogram_edges(const float* a, std::size_t n, const std::vector<float>& edges) {
+  return detail::histogram_edges_of(a, n, edges);
+}
+
+XQ_DECL std::vector<std::int64_t> histogram_edges(const float* a, std::size_t n, const std::vector<double>& edges) {
+  return detail::histogram_edges_of(a, n, edges);
+}
+
+XQ_DECL std::vector<double> arange(float start, float stop, float step) {
+  const float range = stop - start;  // the length in float32, from the float32 scalars
   const float val = range / step;
   const double len_d = std::ceil(double(val));
   if (!(len_d > 0)) return {};
   const std::size_t len = std::size_t(len_d);
-  std::vector<float> out(len);
-  out[0] = start;
+  std::vector<double> out(len);
+  out[0] = double(start);
   if (len == 1) return out;
-  const float next = start + step;
-  const float delta = next - start;
-  out[1] = next;
-  for (std::size_t i = 2; i < len; ++i) out[i] = start + float(std::int64_t(i)) * delta;
+  const float next = start + step;  // numpy float32 scalars add in float32
+  out[1] = double(next);
+  const double delta = out[1] - out[0];  // DOUBLE_fill: start + i * delta, in double
+  for (std::size_t i = 2; i < len; ++i) out[i] = out[0] + double(std::int64_t(i)) * delta;
   return out;
 }
 

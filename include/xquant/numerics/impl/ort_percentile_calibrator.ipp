@@ -98,16 +98,22 @@ XQ_DECL void percentile_calibrator::collect(const float* data, std::size_t n, sh
       edges_ = std::move(r.edges);
     } else {
       const float temp_amax = abs_max;
-      std::vector<float> edges = edges_;
-      if (temp_amax > edges.back()) {
-        const float width = edges[1] - edges[0];
-        const std::vector<float> more = numpy::arange(edges.back() + width, temp_amax + width, width);
+      std::vector<std::int64_t> hist;
+      if (temp_amax > edges_.back()) {
+        // np.hstack((float32 edges, float64 np.arange)) is float64: the batch is binned
+        // against the new edges as doubles, and the stored edges are their float32 copies.
+        const float width = edges_[1] - edges_[0];
+        const std::vector<double> more = numpy::arange(edges_.back() + width, temp_amax + width, width);
+        std::vector<double> edges(edges_.begin(), edges_.end());
         edges.insert(edges.end(), more.begin(), more.end());
+        hist = summed(numpy::histogram_edges(a.data(), n, edges));
+        edges_.assign(edges.size(), 0.0f);
+        for (std::size_t k = 0; k < edges.size(); ++k) edges_[k] = float(edges[k]);
+      } else {
+        hist = summed(numpy::histogram_edges(a.data(), n, edges_));
       }
-      std::vector<std::int64_t> hist = summed(numpy::histogram_edges(a.data(), n, edges));
       for (std::size_t k = 0; k < hist_.size(); ++k) hist[k] += hist_[k];
       hist_ = std::move(hist);
-      edges_ = std::move(edges);
     }
     min_ = new_min;
     max_ = new_max;

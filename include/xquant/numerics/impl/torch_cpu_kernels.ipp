@@ -171,6 +171,25 @@ inline float inner_sum(const float* x, std::int64_t size) {
   constexpr std::int64_t W = 8;  // Vectorized<float>::size() on AVX2
   if (size < W) return row_sum<1>(x, 1, size)[0];
   const std::int64_t vec_size = size / W;
+  if (vec_size / 4 < 16) {
+    // Below 16 rows of four vectors, multi_row_sum's level loop does not run: four
+    // accumulators take the rows in turn, then row_sum's leftover vectors and the other three
+    // accumulators go into the first (the same additions in the same order, in plain loops
+    // the compiler vectorizes: small sums are the low-bit backwards' group and row sums).
+    float acc[4][W] = {};
+    const std::int64_t size_ilp = vec_size / 4;
+    for (std::int64_t i = 0; i < size_ilp; ++i)
+      for (std::int64_t k = 0; k < 4; ++k)
+        for (std::int64_t l = 0; l < W; ++l) acc[k][l] += x[(i * 4 + k) * W + l];
+    for (std::int64_t i = size_ilp * 4; i < vec_size; ++i)
+      for (std::int64_t l = 0; l < W; ++l) acc[0][l] += x[i * W + l];
+    for (std::int64_t k = 1; k < 4; ++k)
+      for (std::int64_t l = 0; l < W; ++l) acc[0][l] += acc[k][l];
+    float out = 0.0f;
+    for (std::int64_t k = vec_size * W; k < size; ++k) out += x[k];
+    for (std::int64_t l = 0; l < W; ++l) out += acc[0][l];
+    return out;
+  }
   const lanes<W> v = row_sum<W>(x, W, vec_size);
   float acc = 0.0f;
   for (std::int64_t k = vec_size * W; k < size; ++k) acc += x[k];
@@ -263,6 +282,58 @@ XQ_DECL std::vector<float> cumsum(const float* x, std::size_t n) {
     out[i] = float(acc);
   }
   return out;
+}
+
+namespace detail {
+// ATen's vec::minimum / vec::maximum on x86: minps(a, b) / maxps(a, b) (b unless a is
+// strictly smaller / larger), OR-ed with the unordered mask (all-ones bits: a NaN).
+inline float aten_minimum(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return -std::numeric_limits<float>::quiet_NaN();
+  return a < b ? a : b;
+}
+inline float aten_maximum(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return -std::numeric_limits<float>::quiet_NaN();
+  return a > b ? a : b;
+}
+// vec_reduce_all over the first `count` lanes of acc (lane 0 keeps the result).
+template <class Op>
+float aten_reduce_lanes(std::vector<float> acc, std::size_t count, bool tree, Op op) {
+  if (tree && count == acc.size()) {
+    for (std::size_t stride = acc.size() / 2; stride >= 1; stride /= 2) {
+      std::vector<float> next(acc.size());
+      for (std::size_t l = 0; l < acc.size(); ++l) next[l] = op(acc[l], acc[l ^ stride]);
+      acc = std::move(next);
+    }
+    return acc[0];
+  }
+  for (std::size_t i = 1; i < count; ++i) acc[0] = op(acc[0], acc[i]);
+  return acc[0];
+}
+}  // namespace detail
+
+XQ_DECL std::pair<float, float> aminmax(const float* x, std::size_t n, std::size_t lanes, bool tree) {
+  if (n == 0 || lanes == 0 || (lanes & (lanes - 1)) != 0)
+    throw argument_error("torch.aminmax", "a non-empty tensor and a power-of-two lane count",
+                         xq::detail::concat(n, " values, ", lanes, " lanes"));
+  std::vector<float> lo(lanes, 0.0f), hi(lanes, 0.0f);
+  if (n < lanes) {  // Vec::loadu(data, size): the lanes past n hold zeros
+    for (std::size_t l = 0; l < n; ++l) lo[l] = hi[l] = x[l];
+    return {detail::aten_reduce_lanes(lo, n, false, detail::aten_minimum),
+            detail::aten_reduce_lanes(hi, n, false, detail::aten_maximum)};
+  }
+  for (std::size_t l = 0; l < lanes; ++l) lo[l] = hi[l] = x[l];
+  std::size_t d = lanes;
+  for (; d < n - n % lanes; d += lanes)
+    for (std::size_t l = 0; l < lanes; ++l) {
+      lo[l] = detail::aten_minimum(lo[l], x[d + l]);
+      hi[l] = detail::aten_maximum(hi[l], x[d + l]);
+    }
+  for (std::size_t l = 0; d + l < n; ++l) {  // Vec::set(acc, f(acc, tail), n - d)
+    lo[l] = detail::aten_minimum(lo[l], x[d + l]);
+    hi[l] = detail::aten_maximum(hi[l], x[d + l]);
+  }
+  return {detail::aten_reduce_lanes(lo, lanes, tree, detail::aten_minimum),
+          detail::aten_reduce_lanes(hi, lanes, tree, detail::aten_maximum)};
 }
 
 }  // namespace xq::torch::cpu

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../range_statistics.hpp"
+#include "../torch_cpu_kernels.hpp"
 #include "../torch_observers.hpp"
 
 namespace xq::torch {
@@ -148,6 +149,14 @@ XQ_DECL void observer::operator()(const tensor& x) {
     const std::size_t at = first_non_finite(x);
     throw argument_error(where, "finite values in the batch (the statistics are left as they were)",
                          xq::detail::concat(x.data()[at], " at flat index ", at));
+  }
+  if (!channel_kind && (s.min(0) == 0.0f || s.max(0) == 0.0f)) {
+    // torch.aminmax keeps the zero its reduction order meets, not the first: which one
+    // depends on the positions of -0.0 and +0.0 and on torch's vector width.
+    const auto [lo, hi] = cpu::aminmax(x.data(), x.size(), aminmax_lanes(options_.capability),
+                                       options_.capability != cpu_capability::scalar);
+    s.min(0) = lo;
+    s.max(0) = hi;
   }
   const bool moving = kind_ == observer_kind::moving_average_min_max ||
                       kind_ == observer_kind::moving_average_per_channel_min_max;
