@@ -9,6 +9,7 @@
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/embedding.hpp>
 #include <xquant/layers/sequential.hpp>
+#include <xquant/core/random.hpp>
 
 #include "../gradient_check.hpp"
 

@@ -17,6 +17,7 @@
 #include <xquant/layers/flatten.hpp>
 #include <xquant/layers/max_pool2d.hpp>
 #include <xquant/train/losses.hpp>
+#include <xquant/core/mode.hpp>
 
 #include "../gradient_check.hpp"
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <xquant/core/model.hpp>
 #include <xquant/layers/embedding.hpp>
+#include <xquant/core/random.hpp>
 
 #include "../gradient_check.hpp"
 

@@ -5,6 +5,7 @@
 #include <xquant/layers/dropout.hpp>
 #include <xquant/layers/flatten.hpp>
 #include <xquant/layers/reshape.hpp>
+#include <xquant/core/mode.hpp>
 
 #include "../gradient_check.hpp"
 

@@ -18,6 +18,11 @@
 #include <xquant/quantizers/fake_quantizer.hpp>
 #include <xquant/quantizers/quantizer_config.hpp>
 #include <xquant/numerics/range_statistics.hpp>
+#include <xquant/numerics/tf_fake_quant.hpp>
+#include <xquant/numerics/tf_quantize_and_dequantize.hpp>
+#include <xquant/numerics/tfmot_quantizers.hpp>
+#include <xquant/numerics/torch_fake_quant.hpp>
+#include <xquant/numerics/torch_observers.hpp>
 
 #include "../golden.hpp"
 

@@ -23,6 +23,7 @@
 #include <xquant/quantizers/swish_sign.hpp>
 #include <xquant/train/losses.hpp>
 #include <xquant/train/sgd.hpp>
+#include <xquant/numerics/larq_math.hpp>
 
 #include "../golden.hpp"
 #include "quantizer_run.hpp"

@@ -21,6 +21,7 @@
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 #include <xquant/train/sgd.hpp>
+#include <xquant/core/random.hpp>
 
 #include "../test_support.hpp"
 

@@ -24,6 +24,7 @@
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 #include <xquant/train/sgd.hpp>
+#include <xquant/core/random.hpp>
 
 namespace {
 

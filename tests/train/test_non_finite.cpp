@@ -22,6 +22,7 @@
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 #include <xquant/train/sgd.hpp>
+#include <xquant/core/random.hpp>
 
 #include "../gradient_check.hpp"
 #include "../test_support.hpp"

@@ -14,6 +14,7 @@
 #include <xquant/train/adam.hpp>
 #include <xquant/train/schedule.hpp>
 #include <xquant/train/sgd.hpp>
+#include <xquant/core/random.hpp>
 
 #include "../golden.hpp"
 

@@ -32,6 +32,7 @@
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/sgd.hpp>
+#include <xquant/numerics/larq_math.hpp>
 
 #include "../golden.hpp"
 #include "../gradient_check.hpp"
