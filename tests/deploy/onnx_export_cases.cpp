@@ -789,8 +789,11 @@ int run(const run_args& a) {
       return double(head.input_quantizer().site().grid(1).scale[0]) *
              double(xt::amax(xt::abs(head.float_layer().kernel()->value))());
     };
+    // The difference of two float conv outputs (the file's a sum of float products, the
+    // engine's an exact int32 sum times a float scale, both with the int32 bias) can
+    // straddle a rounding boundary of the head's grid: measured 1 of 55,296.
     return check_many(qat, a, {held_out.input(0), held_out.input(1)}, shapes, eo,
-                      {step(qat.same), step(qat.quadrant)}, 0.99);
+                      {step(qat.same), step(qat.quadrant)}, 0.99, {{"same input", 8, 1}});
   }
   if (a.name == "correlation_float") {
     // The correlation in standard operators against xquant's: the volume of two random maps

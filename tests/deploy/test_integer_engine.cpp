@@ -779,7 +779,7 @@ TEST_CASE("lower: the correlation (cost volume) is an engine op, on integers or 
   }
 }
 
-TEST_CASE("export: the correlation in standard operators; an uncalibrated twin only when asked", "[deploy][onnx]") {
+TEST_CASE("export: the correlation in standard operators, an uncalibrated twin only when asked", "[deploy][onnx]") {
   self_cost<> model;
   xq::build(model, {1, 6, 6, 1});
   auto twin = xq::quantize_model(model, xq::quantize_options{}, {1, 6, 6, 1});

@@ -383,8 +383,12 @@ class lowering {
                              xq::detail::concat("up to ", worst, " from ", k, " products"));
       op->integer_output = false;
       for (std::size_t o = 0; o < f; ++o) {
-        op->real_scale.push_back(static_cast<float>(std::fabs(a[o])));
-        op->real_bias.push_back(static_cast<float>(b[o]));
+        // An int32 bias is the bias on the accumulator's grid, as a runtime adds it (the
+        // exported file's int32 bias too), even where the sum leaves as floats.
+        const double scale = std::fabs(a[o]);
+        const double bias = o_.bias == bias_precision::int32 ? std::nearbyint(b[o] / scale) * scale : b[o];
+        op->real_scale.push_back(static_cast<float>(scale));
+        op->real_bias.push_back(static_cast<float>(bias));
       }
       out_meta = meta_of(value_kind::real);
     }
