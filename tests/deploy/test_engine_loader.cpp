@@ -142,6 +142,15 @@ TEST_CASE("integer model files: an op that does not fit the tensor it reads is r
     dense.weights.pop_back();
     CHECK_THAT(refusal(m), Catch::Contains("(dense)") && Catch::Contains("weights for"));
   }
+  SECTION("a conv with a filter's weights short (fuzz_integer_model: packing them read past the weights)") {
+    integer_model m = small_engine();
+    integer_linear_op& conv = first_linear(m, "conv2d");
+    conv.weights.resize(conv.weights.size() - conv.out_channels);
+    conv.prepare();  // packs nothing: the weights are not what the window and channels say
+    CHECK_THAT(refusal(m), Catch::Contains("(conv2d)") && Catch::Contains("weights for"));
+    // The fuzzer's input itself.
+    CHECK_THAT(refusal(read_file(XQ_TEST_DATA_DIR "/integer_model/fuzz_conv_weights_short.xqi")), Catch::Contains("weights"));
+  }
   SECTION("a binary dense told 256 inputs on 16 channels, and a sign op on bits") {
     nlohmann::ordered_json sign = {{"kind", "sign"}};
     nlohmann::ordered_json dense = {{"kind", "binary_dense"}, {"window", window(1)}, {"in_channels", 256}, {"out_channels", 2},
@@ -257,4 +266,25 @@ TEST_CASE("checkpoints: the shared envelope keeps their bytes", "[io][checkpoint
   CHECK(state.version == 2);
   CHECK(xq::encode_checkpoint(state) == old);
   CHECK(xq::detail::ckpt::checkpoint_magic() == xq::io::envelope_magic(xq::detail::ckpt::checkpoint_file_format()));
+}
+
+TEST_CASE("integer engine: a runtime, its float functions record nothing in a caller's trace or tape",
+          "[deploy][runtime]") {
+  // The layout functions, layer norm, GELU, a transposed conv, bilinear upsampling, float
+  // add and a float dense: every float function family of the engine.
+  const xq::dataset data = deploy_test::quadrant_data(4, 5);
+  xq::set_seed(12);
+  deploy_test::grid_net<> model;
+  xq::build(model, {1, 12, 12, 1});
+  xq::quantize_options qo;
+  qo.spec.add("bilinear").add("norm");
+  auto qat = xq::quantize_model(model, qo, {1, 12, 12, 1});
+  const integer_model engine = lower(qat, {12, 12, 1});
+  const xq::tensor alone = engine.run(data.inputs);
+  xq::graph_trace trace;  // as a parity pass has one active while the engine runs
+  const xq::tape tape;
+  const bool same = engine.run(data.inputs) == alone;
+  CHECK(same);
+  CHECK(trace.calls().empty());
+  CHECK(tape.size() == 0);
 }
