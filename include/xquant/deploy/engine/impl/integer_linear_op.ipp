@@ -314,8 +314,8 @@ XQ_DECL std::unique_ptr<lowered_op> integer_linear_op::decode(const std::string&
   op->real_scale = r.numbers<float>("real_scale");
   op->real_bias = r.numbers<float>("real_bias");
   std::vector<double> multipliers = r.numbers<double>("multipliers");
-  // The float-bias epilogue does not use them; the lowering keeps them all the same.
-  if (op->integer_output && (!op->float_bias || !multipliers.empty()))
+  // Only the int32-bias epilogue uses them; an op keeps what it was given all the same.
+  if (!multipliers.empty() || (op->integer_output && !op->float_bias))
     op->requant = requantizer(scheme, std::move(multipliers), r.where());
   op->prepare();
   return op;
