@@ -4,24 +4,26 @@
 // is allocated — and a model in memory is checked before it runs. Each case here crashed
 // (or cost gigabytes) before: tests/data/integer_model/README.md has the repro against main
 // at 0009ee8 under AddressSanitizer, and its version-1 files. The files of this version are
-// crafted the same way, from a lowered model or by hand, each with a valid CRC.
+// crafted the same way, each with a valid CRC: from a model of the engine's ops built by
+// hand (what a lowering makes, with no model to lower: this file stays cheap to compile, as
+// the sanitizers' build of it must) or from a payload written by hand.
 
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "deploy_models.hpp"
-
+#include <xquant/core/graph_trace.hpp>
+#include <xquant/core/tape.hpp>
 #include <xquant/deploy/integer_model_file.hpp>
-#include <xquant/deploy/lower.hpp>
 #include <xquant/io/checkpoint_format.hpp>
 #include <xquant/io/file_envelope.hpp>
-#include <xquant/xquant.hpp>
 
 #ifndef XQ_TEST_DATA_DIR
 #define XQ_TEST_DATA_DIR XQ_GOLDEN_DIR "/.."
@@ -80,20 +82,91 @@ nlohmann::ordered_json window(std::size_t k, std::size_t pad = 0) {
   return {{"window", {k, k}}, {"strides", {1, 1}}, {"dilation", {1, 1}}, {"pads", {pad, pad, pad, pad}}};
 }
 
-/// Lowering that deploys the placeholder ranges of quantizers never trained (what these
-/// tests need is an engine's structure, not its figures).
-xq::deploy::lower_options untrained() {
-  xq::deploy::lower_options o;
-  o.graph.allow_uncalibrated = true;
-  return o;
+/// A per-tensor int8 grid of TF's QDQ on [-r, r] (the NVIDIA toolkit's activations).
+xq::quantization_grid qdq_grid(float r) {
+  xq::quantization_grid g;
+  g.scale = {r / 127.0f};
+  g.zero_point = {0};
+  g.qmin = -127;
+  g.rounding.op = xq::rounding_operator::tf_qdq;
+  g.rounding.range_min = {-r};
+  g.rounding.range_max = {r};
+  return g;
 }
 
-/// The small CNN, quantized (not trained: its quantizers' initial ranges) and lowered.
+template <class Op>
+Op& add(integer_model& m, std::unique_ptr<Op> op, std::vector<std::size_t> inputs, const char* path) {
+  op->path = path;
+  op->inputs = std::move(inputs);
+  op->output = m.value_count++;
+  Op& ref = *op;
+  m.ops.push_back(std::move(op));
+  return ref;
+}
+
+/// An integer linear op of `form` with random int8 weights, an int32 bias and a
+/// requantizer onto the int8 grid of scale out_scale (what the lowering makes).
+std::unique_ptr<integer_linear_op> linear(integer_linear_op::form form, std::size_t in, std::size_t out, std::size_t k,
+                                          std::size_t multiplier, unsigned seed) {
+  auto op = std::make_unique<integer_linear_op>();
+  op->shape_form = form;
+  op->in_channels = in;
+  op->out_channels = out;
+  op->depth_multiplier = multiplier;
+  if (form != integer_linear_op::form::dense) {
+    op->geometry.window = {k, k};
+    op->geometry.pads = {k / 2, k / 2, k / 2, k / 2};
+  }
+  const std::size_t count = form == integer_linear_op::form::dense ? in * out
+                            : form == integer_linear_op::form::conv2d ? k * k * in * out
+                                                                      : k * k * out;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> w(-127, 127), b(-500, 500);
+  for (std::size_t i = 0; i < count; ++i) op->weights.push_back(std::int16_t(w(rng)));
+  for (std::size_t o = 0; o < out; ++o) op->bias.push_back(b(rng));
+  op->out_scale = 0.05f;
+  op->out_qmin = -127;
+  op->requant = requantizer(requantization::tflite_double_rounding, std::vector<double>(out, 1.0 / 4096), "linear");
+  op->prepare();
+  return op;
+}
+
+/// What a lowering makes of a small CNN on (12, 12, 1) images: quantize, conv 3x3 (6
+/// filters), relu, 2x2 max pool, a depthwise 3x3 of multiplier 2, reshape, quantized dense
+/// to 4 floats... every op a real lowering emits for it, built by hand.
 integer_model small_engine() {
-  auto model = deploy_test::make_small_cnn();
-  xq::build(model, {1, 12, 12, 1});
-  auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 12, 12, 1});
-  return lower(qat, {12, 12, 1}, untrained());
+  integer_model m;
+  m.input_shape = {12, 12, 1};
+  m.scheme = requantization::tflite_double_rounding;
+  m.input_value = m.value_count++;
+  auto q = std::make_unique<quantize_op>();
+  q->grid = qdq_grid(1.0f);
+  std::size_t v = add(m, std::move(q), {m.input_value}, "conv input").output;
+  v = add(m, linear(integer_linear_op::form::conv2d, 1, 6, 3, 1, 1), {v}, "conv").output;
+  v = add(m, std::make_unique<relu_op>(), {v}, "relu").output;
+  auto pool = std::make_unique<max_pool_op>();
+  pool->geometry.window = pool->geometry.strides = {2, 2};
+  v = add(m, std::move(pool), {v}, "pool").output;
+  v = add(m, linear(integer_linear_op::form::depthwise_conv2d, 6, 12, 3, 2, 2), {v}, "depthwise").output;
+  auto flat = std::make_unique<reshape_op>();
+  flat->target = {6 * 6 * 12};
+  v = add(m, std::move(flat), {v}, "flatten").output;
+  auto dense = linear(integer_linear_op::form::dense, 6 * 6 * 12, 4, 0, 1, 3);
+  dense->integer_output = false;
+  dense->real_scale.assign(4, 1e-3f);
+  dense->real_bias.assign(4, 0.5f);
+  m.output_value = add(m, std::move(dense), {v}, "head").output;
+  m.parity_points.push_back({"conv input", "conv", 0, 0, "conv/input_quantizer", 1, false, false});
+  return m;
+}
+
+/// Images (n, 12, 12, 1) of values in [-1, 1].
+xq::tensor images(std::size_t n) {
+  xq::tensor x = xq::tensor::from_shape({n, 12, 12, 1});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& e : x) e = u(rng);
+  return x;
 }
 
 integer_linear_op& first_linear(integer_model& m, const char* kind) {
@@ -107,7 +180,8 @@ integer_linear_op& first_linear(integer_model& m, const char* kind) {
 
 TEST_CASE("integer model files: an op that does not fit the tensor it reads is refused when read, naming it",
           "[deploy][file][loader]") {
-  const xq::dataset data = deploy_test::quadrant_data(8, 3);
+  const xq::tensor inputs = images(8);
+  CHECK(small_engine().run(inputs).shape() == std::vector<std::size_t>{8, 4});  // the model as made runs
   SECTION("input_shape edited to [144]: the first conv would read a rank-2 tensor's shape[1..3]") {
     integer_model m = small_engine();
     m.input_shape = {144};
@@ -115,12 +189,8 @@ TEST_CASE("integer model files: an op that does not fit the tensor it reads is r
     CHECK_THAT(msg, Catch::Contains("crafted.xqi") && Catch::Contains("(conv2d)") && Catch::Contains("a rank-4 integer tensor") &&
                         Catch::Contains("(1, 144)"));
   }
-  SECTION("a depthwise op for 1 channel on a 4-channel tensor: it would write past its accumulator") {
-    xq::set_seed(7);
-    deploy_test::separable_net<> model;
-    xq::build(model, {1, 12, 12, 1});
-    auto qat = xq::quantize_model(model, xq::quantize_options{}, {1, 12, 12, 1});
-    integer_model m = lower(qat, {12, 12, 1}, untrained());
+  SECTION("a depthwise op for 1 channel on a 6-channel tensor: it would write past its accumulator") {
+    integer_model m = small_engine();
     integer_linear_op& d = first_linear(m, "depthwise_conv2d");
     d.in_channels = 1;
     d.out_channels = d.depth_multiplier;
@@ -129,9 +199,9 @@ TEST_CASE("integer model files: an op that does not fit the tensor it reads is r
     if (!d.bias.empty()) d.bias.resize(d.out_channels);
     d.prepare();
     CHECK_THAT(refusal(m), Catch::Contains("(depthwise_conv2d)") && Catch::Contains("with 1 channels (NHWC)") &&
-                               Catch::Contains("(1, 12, 12, 4)"));
+                               Catch::Contains("(1, 6, 6, 6)"));
     // And a model in memory is refused before it runs, not run past its tensors.
-    CHECK_THROWS_WITH(m.run(data.inputs), Catch::Contains("(depthwise_conv2d)") && Catch::Contains("with 1 channels"));
+    CHECK_THROWS_WITH(m.run(inputs), Catch::Contains("(depthwise_conv2d)") && Catch::Contains("with 1 channels"));
   }
   SECTION("a conv told 12 input channels (it reads 1): the reference kernel would read past its input rows") {
     integer_model m = small_engine();
@@ -142,13 +212,22 @@ TEST_CASE("integer model files: an op that does not fit the tensor it reads is r
     CHECK_THAT(refusal(m), Catch::Contains("(conv2d)") && Catch::Contains("with 12 channels") && Catch::Contains("(1, 12, 12, 1)"));
     run_options ref;
     ref.reference_kernels = true;
-    CHECK_THROWS_AS(m.run(data.inputs, ref), xq::argument_error);
+    CHECK_THROWS_AS(m.run(inputs, ref), xq::argument_error);
   }
   SECTION("a dense op whose channel count disagrees with its weights or its input") {
     integer_model m = small_engine();
     integer_linear_op& dense = first_linear(m, "dense");
     dense.weights.pop_back();
     CHECK_THAT(refusal(m), Catch::Contains("(dense)") && Catch::Contains("weights for"));
+  }
+  SECTION("a conv with a filter's weights short (fuzz_integer_model: packing them read past the weights)") {
+    integer_model m = small_engine();
+    integer_linear_op& conv = first_linear(m, "conv2d");
+    conv.weights.resize(conv.weights.size() - conv.out_channels);
+    conv.prepare();  // packs nothing: the weights are not what the window and channels say
+    CHECK_THAT(refusal(m), Catch::Contains("(conv2d)") && Catch::Contains("weights for"));
+    // The fuzzer's input itself.
+    CHECK_THAT(refusal(read_file(XQ_TEST_DATA_DIR "/integer_model/fuzz_conv_weights_short.xqi")), Catch::Contains("weights"));
   }
   SECTION("a binary dense told 256 inputs on 16 channels, and a sign op on bits") {
     nlohmann::ordered_json sign = {{"kind", "sign"}};
@@ -265,4 +344,57 @@ TEST_CASE("checkpoints: the shared envelope keeps their bytes", "[io][checkpoint
   CHECK(state.version == 2);
   CHECK(xq::encode_checkpoint(state) == old);
   CHECK(xq::detail::ckpt::checkpoint_magic() == xq::io::envelope_magic(xq::detail::ckpt::checkpoint_file_format()));
+}
+
+TEST_CASE("integer engine: a runtime, its float functions record nothing in a caller's trace or tape",
+          "[deploy][runtime]") {
+  // Every float family of the engine: a float dense, the functions with arguments (layer
+  // norm, GELU, a transposed conv, bilinear upsampling), the activations, float add.
+  integer_model m;
+  m.input_shape = {4, 4, 2};
+  m.input_value = m.value_count++;
+  auto up = std::make_unique<function_op>();
+  up->function = "upsampling2d";
+  up->ints = {2, 2, 1};
+  std::size_t v = add(m, std::move(up), {m.input_value}, "bilinear").output;
+  auto t = std::make_unique<function_op>();
+  t->function = "conv2d_transpose";
+  t->ints = {1, 1, 1, 1, 1};
+  t->tensors = {xq::tensor(xt::ones<float>({3, 3, 3, 2}) * 0.1f), xq::tensor::from_shape({0})};
+  v = add(m, std::move(t), {v}, "up").output;
+  auto norm = std::make_unique<function_op>();
+  norm->function = "layer_norm";
+  norm->ints = {3};
+  norm->floats = {1e-3f};
+  norm->tensors = {xq::tensor::from_shape({0}), xq::tensor::from_shape({0})};
+  const std::size_t n = add(m, std::move(norm), {v}, "norm").output;
+  auto gelu = std::make_unique<function_op>();
+  gelu->function = "gelu";
+  gelu->ints = {0};
+  const std::size_t g = add(m, std::move(gelu), {n}, "gelu").output;
+  auto sum = std::make_unique<real_function_op>();
+  sum->function = "add";
+  v = add(m, std::move(sum), {n, g}, "merge").output;
+  auto dense = std::make_unique<real_linear_op>();
+  dense->dense = true;
+  dense->kernel = xq::tensor(xt::ones<float>({3, 5}) * 0.25f);
+  v = add(m, std::move(dense), {v}, "head").output;
+  auto softmax = std::make_unique<real_function_op>();
+  softmax->function = "softmax";
+  m.output_value = add(m, std::move(softmax), {v}, "probabilities").output;
+  xq::tensor x = xq::tensor::from_shape({3, 4, 4, 2});
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = float(i % 7) * 0.1f - 0.3f;
+  const xq::tensor alone = m.run(x);
+  CHECK(alone.shape() == std::vector<std::size_t>{3, 8, 8, 5});
+  xq::graph_trace trace;  // as a parity pass has one active while the engine runs
+  const xq::tape tape;
+  const bool same = m.run(x) == alone;
+  CHECK(same);
+  CHECK(trace.calls().empty());
+  CHECK(tape.size() == 0);
+  // And it saves and loads, every op by itself.
+  const std::vector<std::uint8_t> bytes = encode_integer_model(m);
+  const integer_model back = decode_integer_model(bytes.data(), bytes.size(), "floats.xqi");
+  const bool same_back = back.run(x) == alone;
+  CHECK(same_back);
 }

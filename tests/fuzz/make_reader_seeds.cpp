@@ -1,7 +1,10 @@
-// Writes the seed corpora of the reader fuzzers (fuzz_idx, fuzz_npy, fuzz_weight_import)
-// into <dir>/idx, <dir>/npy and <dir>/weight_import: small valid files of every kind the
-// readers take, and zero-size shapes (a dimension 0 beside others), so that the fuzzer
-// starts next to the shapes that once overflowed xtensor's strides (issue 14, finding 2).
+// Writes the seed corpora of the reader fuzzers (fuzz_idx, fuzz_npy, fuzz_weight_import,
+// fuzz_integer_model) into <dir>/idx, <dir>/npy, <dir>/weight_import and
+// <dir>/integer_model: small valid files of every kind the readers take, and zero-size
+// shapes (a dimension 0 beside others), so that the fuzzer starts next to the shapes that
+// once overflowed xtensor's strides (issue 14, finding 2); for the integer model, real
+// saved models of every op family (the deployment tests' models, lowered with each
+// requantization, bias and merge option), as whole files and as bare payloads.
 
 #include <cstdint>
 #include <cstdio>
@@ -11,8 +14,11 @@
 #include <string>
 #include <vector>
 
+#include <xquant/deploy/integer_model_file.hpp>
+#include <xquant/deploy/lower.hpp>
 #include <xquant/io/npy.hpp>
 
+#include "../deploy/deploy_models.hpp"
 #include "weight_import_model.hpp"
 
 namespace {
@@ -51,6 +57,67 @@ bytes npy(const std::string& dict, const bytes& payload) {
   return b;
 }
 
+/// A saved model as fuzz_integer_model reads it: mode 0 and the file, mode 1 and its payload.
+void write_model(const std::filesystem::path& dir, const std::string& name, const xq::deploy::integer_model& m) {
+  const bytes file = xq::deploy::encode_integer_model(m);
+  bytes whole = {0};
+  whole.insert(whole.end(), file.begin(), file.end());
+  write(dir / (name + ".xqi"), whole);
+  unsigned version = 0;
+  const bytes payload = xq::io::open_envelope(xq::deploy::integer_model_file_format(), file.data(), file.size(), name, version);
+  bytes bare = {1};
+  bare.insert(bare.end(), payload.begin(), payload.end());
+  write(dir / (name + ".payload"), bare);
+}
+
+/// The integer models of the deployment tests' models (briefly trained where a test trains
+/// them, on few samples: the seeds need their ops, not their accuracy).
+void write_integer_models(const std::filesystem::path& dir) {
+  namespace dt = deploy_test;
+  using xq::deploy::lower_options;
+  const xq::dataset images = dt::quadrant_data(16, 1), tokens = dt::token_data(16, 2);
+  {
+    auto model = dt::make_small_cnn();
+    auto qat = dt::trained_qat(model, images);
+    write_model(dir, "small_cnn", xq::deploy::lower(qat, {12, 12, 1}));
+    lower_options o;
+    o.requant = xq::deploy::requantization::tflite_double_rounding;
+    o.average_pool = xq::deploy::average_pooling::integer;
+    o.merge = xq::deploy::merge_arithmetic::integer;
+    write_model(dir, "small_cnn_tflite", xq::deploy::lower(qat, {12, 12, 1}, o));
+    o.requant = xq::deploy::requantization::tflite_single_rounding;
+    write_model(dir, "small_cnn_single_rounding", xq::deploy::lower(qat, {12, 12, 1}, o));
+    o.bias = xq::deploy::bias_precision::float32;
+    o.requant = xq::deploy::requantization::float_multiplier;
+    write_model(dir, "small_cnn_float_bias", xq::deploy::lower(qat, {12, 12, 1}, o));
+  }
+  {
+    auto bnn = dt::make_binary_cnn();
+    xq::build(bnn, {1, 12, 12, 1});
+    write_model(dir, "binary_cnn", xq::deploy::lower(bnn, {12, 12, 1}));
+  }
+  {
+    auto qat = dt::trained_separable_qat(images);
+    write_model(dir, "separable", xq::deploy::lower(qat, {12, 12, 1}));
+  }
+  for (const bool pytorch : {false, true}) {
+    auto qat = dt::output_placement_qat(images, pytorch);
+    write_model(dir, pytorch ? "pytorch_placement" : "tfmot_placement", xq::deploy::lower(qat, {12, 12, 1}));
+  }
+  {
+    auto qat = dt::trained_grid_qat(images);
+    write_model(dir, "layout_and_float_functions", xq::deploy::lower(qat, {12, 12, 1}));
+  }
+  {
+    auto qat = dt::trained_transformer_qat(tokens);
+    write_model(dir, "transformer", xq::deploy::lower(qat, {6}));
+  }
+  {
+    auto qat = dt::trained_recurrent_qat(tokens);
+    write_model(dir, "recurrent", xq::deploy::lower(qat, {6}));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,7 +128,7 @@ int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   const fs::path root = argv[1];
   try {
-    for (const char* d : {"idx", "npy", "weight_import"}) fs::create_directories(root / d);
+    for (const char* d : {"idx", "npy", "weight_import", "integer_model"}) fs::create_directories(root / d);
     const fs::path i = root / "idx";
     write(i / "labels_u8", idx(0x08, {4}, {0, 9, 3, 1}));
     write(i / "images_u8", idx(0x08, {2, 2, 3}, bytes(12, 200)));
@@ -103,6 +170,8 @@ int main(int argc, char** argv) {
       }
     }
     fs::remove(scratch);
+
+    write_integer_models(root / "integer_model");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_reader_seeds: %s\n", e.what());
     return 1;

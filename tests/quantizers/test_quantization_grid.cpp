@@ -31,6 +31,8 @@
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/quantizers/ste_tern.hpp>
 #include <xquant/quantizers/swish_sign.hpp>
+#include <xquant/numerics/tf_fake_quant.hpp>
+#include <xquant/numerics/torch_fake_quant.hpp>
 #include <xquant/xquant.hpp>
 
 using xq::quantization_grid;
@@ -175,7 +177,7 @@ TEST_CASE("grid_of: a per-channel fake quantizer on another axis, and a range se
   xq::fake_quantizer q(c);
   q.set_range(xq::vector({-0.7f}), xq::vector({2.3f}));
   check_quantizer(q, {40}, 9);
-  CHECK(q.grid_of(tensor::from_shape({3}))->zero_point.at(0) != 0);
+  CHECK(q.grid_of(tensor(xt::zeros<float>({3})))->zero_point.at(0) != 0);
 }
 
 TEST_CASE("grid_of: tfmot's MovingAverageQuantizer and a calibrated PTQ model's quantizers", "[quant][grid]") {
@@ -183,7 +185,7 @@ TEST_CASE("grid_of: tfmot's MovingAverageQuantizer and a calibrated PTQ model's 
     xq::moving_average_quantizer q(8, symmetric, symmetric);
     check_quantizer(q, {3, 7}, 3);
     observe(q, {3, 7}, 4, 5);
-    const quantization_grid g = check_same_integers(q, tensor::from_shape({3, 7}) * 0.0f + 0.25f);
+    const quantization_grid g = check_same_integers(q, tensor(xt::ones<float>({3, 7}) * 0.25f));
     CHECK(g.rounding.op == xq::rounding_operator::tf_fake_quant);
     check_quantizer(q, {3, 7}, 5);
   }
@@ -246,7 +248,7 @@ TEST_CASE("grid_of: DoReFa, Larq's signs, heaviside and SteTern", "[quant][grid]
     const quantization_grid g = check_same_integers(w, randn({3, 3, 2, 4}, 103));
     CHECK(g.dynamic);
     CHECK(g.qmax == (1 << k) - 1);
-    check_same_integers(w, tensor::from_shape({2, 3}) * 0.0f);  // two_max 0: the middle level
+    check_same_integers(w, tensor(xt::zeros<float>({2, 3})));  // two_max 0: the middle level
   }
   xq::ste_sign s;
   xq::approx_sign as;
@@ -425,4 +427,58 @@ TEST_CASE("quantization grid: inconsistent grids and rules are refused, naming t
   b = g;
   b.rounding.op = static_cast<xq::rounding_operator>(77);
   refused(b, "a known rounding operator");
+}
+
+TEST_CASE("quantize_on_grid: the peers' variants the rule names — TF's legacy and Args FakeQuant, PyTorch's float and "
+          "wide zero points, its CPU builds",
+          "[quant][grid]") {
+  const tensor x = randn({7, 4}, 301) * 3.0f;
+  // TF FakeQuant: the current and the legacy formula, Vars (divides) and Args (multiplies).
+  xq::quantizer_config c = config(xq::quant_numerics::tf_fake_quant, false, false, false, xq::range_tracking::last_value);
+  xq::fake_quantizer fq(c);
+  fq.set_range(xq::vector({-2.3f}), xq::vector({4.1f}));
+  quantization_grid g = *fq.grid_of(x);
+  for (bool legacy : {false, true})
+    for (bool product : {false, true}) {
+      CAPTURE(legacy, product);
+      g.rounding.legacy = legacy;
+      g.rounding.product = product;
+      const auto rev = legacy ? xq::tf::revision::legacy : xq::tf::revision::current;
+      const tensor y = product ? xq::tf::fake_quant_with_min_max_args(x, -2.3f, 4.1f, 8, false, rev)
+                               : xq::tf::fake_quant_with_min_max_vars(x, -2.3f, 4.1f, 8, false, rev);
+      CHECK(xq::quantize_on_grid(g, x, "tf") == xq::grid_integers(g, y, "tf"));
+    }
+  // PyTorch per channel with float zero points, as each CPU build computes them: the
+  // rounding differs next to a tie, and the rule names the build.
+  quantization_grid f;
+  f.per_channel = true;
+  f.channel_axis = -1;
+  f.qmin = 0;
+  f.qmax = 255;
+  f.scale = {0.05f, 0.1f, 0.037f, 0.02f};
+  f.zero_point = {0, 0, 0, 0};
+  f.rounding.op = xq::rounding_operator::torch_affine_float_zero_point;
+  f.rounding.float_zero_point = {100.5f, 3.25f, 128.0f, 17.75f};
+  tensor ties = tensor::from_shape({64, 4});
+  for (std::size_t i = 0; i < 64; ++i)
+    for (std::size_t k = 0; k < 4; ++k)
+      ties(i, k) = float((double(i) - 32.0 + 0.5 - double(f.rounding.float_zero_point[k]) + 100.0) * double(f.scale[k]));
+  const xq::vector scales({0.05f, 0.1f, 0.037f, 0.02f}), zps({100.5f, 3.25f, 128.0f, 17.75f});
+  for (const auto build : {xq::torch::cpu_capability::scalar, xq::torch::cpu_capability::avx2}) {
+    f.rounding.fused_multiply_add = xq::torch::fuses_float_zero_point(build);
+    for (const tensor& in : {x, ties}) {
+      const tensor y = xq::torch::fake_quantize_per_channel_affine(in, scales, zps, -1, 0, 255, build);
+      CHECK(xq::quantize_on_grid(f, in, "float zp") == xq::grid_integers(f, y, "float zp"));
+    }
+  }
+  // An int32 range (PyTorch's wide kernel, int64 arithmetic), on values of a few thousand steps.
+  quantization_grid w;
+  w.num_bits = 32;
+  w.qmin = std::numeric_limits<std::int32_t>::min();
+  w.qmax = std::numeric_limits<std::int32_t>::max();
+  w.scale = {0.001f};
+  w.zero_point = {12};
+  w.rounding.op = xq::rounding_operator::torch_affine;
+  const tensor y = xq::torch::fake_quantize_per_tensor_affine(x, 0.001f, 12, w.qmin, w.qmax);
+  CHECK(xq::quantize_on_grid(w, x, "wide") == xq::grid_integers(w, y, "wide"));
 }

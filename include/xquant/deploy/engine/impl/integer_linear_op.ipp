@@ -59,11 +59,16 @@ XQ_DECL void integer_linear_op::prepare() {
   largest_weight_ = 0;
   for (std::int16_t w : weights) largest_weight_ = std::max<std::int64_t>(largest_weight_, w < 0 ? -std::int64_t(w) : w);
   packed = packed_s16_matrix();
-  if (shape_form == form::depthwise_conv2d || out_channels == 0 || weights.size() % out_channels) return;  // direct loops
-  const std::size_t k = weights.size() / out_channels;
+  if (shape_form == form::depthwise_conv2d || !out_channels || !in_channels) return;  // direct loops
+  // Packed only where the weights are what the shape says (else the rule refuses the op).
+  const std::uint64_t k = shape_form == form::dense
+                              ? in_channels
+                              : detail::saturating_product(detail::saturating_product(geometry.window[0], geometry.window[1]),
+                                                           in_channels);
+  if (detail::saturating_product(k, out_channels) != weights.size()) return;
   packed = shape_form == form::conv2d ? pack_conv2d_weights_s16(weights.data(), geometry.window[0], geometry.window[1],
                                                                 in_channels, out_channels)
-                                      : packed_s16_matrix(weights.data(), k, out_channels);
+                                      : packed_s16_matrix(weights.data(), std::size_t(k), out_channels);
 }
 
 XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
@@ -309,8 +314,8 @@ XQ_DECL std::unique_ptr<lowered_op> integer_linear_op::decode(const std::string&
   op->real_scale = r.numbers<float>("real_scale");
   op->real_bias = r.numbers<float>("real_bias");
   std::vector<double> multipliers = r.numbers<double>("multipliers");
-  // The float-bias epilogue does not use them; the lowering keeps them all the same.
-  if (op->integer_output && (!op->float_bias || !multipliers.empty()))
+  // Only the int32-bias epilogue uses them; an op keeps what it was given all the same.
+  if (!multipliers.empty() || (op->integer_output && !op->float_bias))
     op->requant = requantizer(scheme, std::move(multipliers), r.where());
   op->prepare();
   return op;
