@@ -25,6 +25,7 @@
 #include <xquant/quantizers/ste_sign.hpp>
 #include <xquant/wrappers/quant_conv2d.hpp>
 #include <xquant/wrappers/quant_dense.hpp>
+#include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 #include <xquant/xquant.hpp>
 
@@ -707,6 +708,27 @@ TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with L
   CHECK(same);
   check_slices(engine, test.inputs);
   check_saves_and_loads(engine, test.inputs, "bnn.xqi");
+}
+
+TEST_CASE("lower: a binary conv's int32 sums averaged as floats keep their channels", "[deploy][lower][binary]") {
+  // A bias-free binary conv leaves its popcount sums as int32; the average pool after it
+  // reads them as floats, one identity affine per channel.
+  using bconv = xq::quant_conv2d<xq::approx_sign, xq::ste_sign>;
+  xq::set_seed(5);
+  auto model = xq::sequential(bconv(8, 3, xq::approx_sign(), xq::ste_sign()).use_bias(false),
+                              xq::global_average_pool2d(), xq::dense(3));
+  xq::build(model, {1, 6, 6, 2});
+  const xq::tensor x = xt::random::randn<float>({10, 6, 6, 2});
+  const auto engine = xq::deploy::lower(model, {6, 6, 2});
+  xq::tensor simulated;
+  {
+    const xq::no_grad nothing;
+    simulated = model(xq::var(x)).value();
+  }
+  const xq::tensor out = engine.run(x);
+  REQUIRE(out.shape() == simulated.shape());
+  CHECK(xt::amax(xt::abs(out - simulated))() < 1e-4f);
+  check_saves_and_loads(engine, x, "binary_average.xqi");
 }
 
 namespace {

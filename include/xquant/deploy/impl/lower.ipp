@@ -125,7 +125,7 @@ class lowering {
       case value_kind::integer: return emit(std::make_unique<dequantize_op>(), path, {v}, meta_of(value_kind::real));
       case value_kind::accumulator: {
         auto bn = std::make_unique<batch_norm_op>();  // identity affine: the accumulator as floats
-        const std::size_t c = meta_[v].shape.empty() ? 0 : meta_[v].shape.back();
+        const std::size_t c = meta_[v].channels();
         bn->mean.assign(c, 0.0f);
         bn->scale.assign(c, 1.0f);
         bn->offset.assign(c, 0.0f);
@@ -254,7 +254,9 @@ class lowering {
                 op->weights[o * op->words_per_row + (u * kw + w) * wpp + ch / 64] |= std::uint64_t(1) << (ch % 64);
       op->geometry = engine_window(l.geometry);
     }
-    std::size_t out = emit(std::move(op), n.layer, {v}, meta_of(value_kind::accumulator));
+    engine_tensor acc = meta_of(value_kind::accumulator);
+    acc.shape = {f};  // the channels, for to_real's identity affine (the rest is the run's)
+    std::size_t out = emit(std::move(op), n.layer, {v}, acc);
     if (l.bias.present()) {  // float(acc) + bias, as the simulation adds it
       const tensor& bias = g_.weights[l.bias.weight].value;
       auto bn = std::make_unique<batch_norm_op>();
