@@ -68,6 +68,7 @@ inline float tf_sign(float x) noexcept {
 class bop {
  public:
   /// `params`: usually `xq::binary_parameters(model)` (each parameter once).
+  /// Throws argument_error naming an option that is NaN, infinite or out of range.
   explicit bop(std::vector<parameter_ptr> params, bop_options options = {});
 
   /// Updates every parameter that has a gradient, then applies its constraint; one
@@ -75,6 +76,7 @@ class bop {
   /// that have one). The step count advances either way.
   /// A NaN or infinite gradient throws argument_error naming the parameter, before
   /// any weight or state changes.
+  /// So does a schedule whose value for this step is NaN, infinite or out of range (naming the step).
   void step();
 
   /// Drops every parameter's gradient.

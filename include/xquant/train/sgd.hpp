@@ -58,12 +58,14 @@ struct sgd_state {
 class sgd {
  public:
   /// `params`: usually `xq::trainable_parameters(model)` (each parameter once).
+  /// Throws argument_error naming an option that is NaN, infinite or out of range.
   explicit sgd(std::vector<parameter_ptr> params, sgd_options options = {});
 
   /// Updates every parameter that has a gradient; one without is left alone
   /// (its state too), as PyTorch skips parameters whose grad is None.
   /// A NaN or infinite gradient throws argument_error naming the parameter, before
   /// any weight or state changes.
+  /// So does a schedule whose value for this step is NaN, infinite or out of range (naming the step).
   void step();
 
   /// Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).

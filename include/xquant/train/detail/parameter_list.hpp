@@ -2,12 +2,15 @@
 /// \file parameter_list.hpp
 /// Checks shared by the optimizers (private).
 
+#include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "../../config.hpp"
 #include "../../core/error.hpp"
 #include "../../core/parameter.hpp"
 #include "../../core/tensor.hpp"
+#include "../schedule.hpp"
 
 namespace xq::detail {
 
@@ -23,6 +26,19 @@ XQ_DECL void check_finite_gradients(const std::vector<parameter_ptr>& params, co
 
 /// Throws unless a state tensor (restored from a checkpoint, say) fits its parameter.
 XQ_DECL void check_state_shape(const char* where, const parameter& p, const tensor& state, const char* what);
+
+/// Throws `argument_error` unless a hyper-parameter is finite and in [low, high]: a NaN
+/// passes a test such as `lr < 0` and then turns every weight into NaN at the first step.
+/// The message names the optimizer (`where`), the option, the valid range and the value.
+XQ_DECL void check_hyper_parameter(const char* where, const char* name, double value, double low = 0.0,
+                                   double high = HUGE_VAL);
+
+/// The value `schedule` gives for the update after `step` earlier ones, checked as
+/// `check_hyper_parameter` checks a constant: a schedule is a user's function, and a NaN,
+/// an infinity or a negative value from it would corrupt every weight. Throws
+/// `argument_error` naming the optimizer, the option and the step, before anything moved.
+XQ_DECL float checked_schedule_value(const char* where, const char* name, const learning_rate_schedule& schedule,
+                                     std::size_t step, double low = 0.0, double high = HUGE_VAL);
 
 }  // namespace xq::detail
 

@@ -92,21 +92,20 @@ XQ_DECL adam::adam(std::vector<parameter_ptr> params, adam_options options, bool
     : params_(std::move(params)), options_(std::move(options)), state_(params_.size()),
       decoupled_(decoupled), where_(where) {
   detail::check_parameter_list(params_, where_);
-  if (options_.learning_rate.is_constant() && options_.learning_rate(0) < 0.0f)
-    throw argument_error(where_, "learning_rate >= 0", detail::concat(options_.learning_rate(0)));
+  // NaN passes a test written `x < 0`; each option is checked finite and in range.
+  if (options_.learning_rate.is_constant())
+    detail::check_hyper_parameter(where_, "learning_rate", options_.learning_rate(0));
   if (!(options_.beta1 >= 0.0 && options_.beta1 < 1.0))
     throw argument_error(where_, "beta1 in [0, 1)", detail::concat(options_.beta1));
   if (!(options_.beta2 >= 0.0 && options_.beta2 < 1.0))
     throw argument_error(where_, "beta2 in [0, 1)", detail::concat(options_.beta2));
-  if (!(options_.epsilon >= 0.0))
-    throw argument_error(where_, "epsilon >= 0", detail::concat(options_.epsilon));
-  if (!(options_.weight_decay >= 0.0))
-    throw argument_error(where_, "weight_decay >= 0", detail::concat(options_.weight_decay));
+  detail::check_hyper_parameter(where_, "epsilon", options_.epsilon);
+  detail::check_hyper_parameter(where_, "weight_decay", options_.weight_decay);
 }
 
 XQ_DECL void adam::step() {
   detail::check_finite_gradients(params_, where_);
-  const double lr = learning_rate();
+  const double lr = detail::checked_schedule_value(where_, "learning_rate", options_.learning_rate, iterations_);
   const double beta1 = options_.beta1, beta2 = options_.beta2;
   const auto w_avg = static_cast<float>(1.0 - beta1);  // lerp weight
   const auto f_beta2 = static_cast<float>(beta2);

@@ -13,17 +13,16 @@ namespace xq {
 XQ_DECL bop::bop(std::vector<parameter_ptr> params, bop_options options)
     : params_(std::move(params)), options_(std::move(options)), state_(params_.size()) {
   detail::check_parameter_list(params_, "xq::bop");
-  // Larq checks nothing; a negative or NaN constant is a typo, not a choice.
-  if (options_.threshold.is_constant() && !(options_.threshold(0) >= 0.0f))
-    throw argument_error("xq::bop", "threshold >= 0", detail::concat(options_.threshold(0)));
-  if (options_.gamma.is_constant() && !(options_.gamma(0) >= 0.0f && options_.gamma(0) <= 1.0f))
-    throw argument_error("xq::bop", "gamma in [0, 1]", detail::concat(options_.gamma(0)));
+  // Larq checks nothing; a negative or non-finite constant is a typo, not a choice.
+  if (options_.threshold.is_constant()) detail::check_hyper_parameter("xq::bop", "threshold", options_.threshold(0));
+  if (options_.gamma.is_constant()) detail::check_hyper_parameter("xq::bop", "gamma", options_.gamma(0), 0.0, 1.0);
 }
 
 XQ_DECL void bop::step() {
   detail::check_finite_gradients(params_, "xq::bop");
-  const float gamma = this->gamma();
-  const float threshold = this->threshold();
+  // A schedule's values are checked at each step, before anything moves.
+  const float gamma = detail::checked_schedule_value("xq::bop", "gamma", options_.gamma, iterations_, 0.0, 1.0);
+  const float threshold = detail::checked_schedule_value("xq::bop", "threshold", options_.threshold, iterations_);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     parameter& p = *params_[i];
     if (!p.has_grad()) continue;

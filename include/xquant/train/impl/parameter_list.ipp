@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -58,6 +59,26 @@ XQ_DECL void check_finite_gradients(const std::vector<parameter_ptr>& params, co
     throw argument_error(where, concat("finite gradients (nothing was stepped; '", p->name(), "' and the optimizer are as before)"),
                          concat("gradient element ", i, " of '", p->name(), "' is ", g[i]));
   }
+}
+
+// "finite and >= 0", "in [0, 1]", "finite and in [0.5, 2]": the range as a user reads it.
+inline std::string hyper_parameter_range(double low, double high) {
+  if (std::isinf(high)) return concat("finite and >= ", low);
+  return concat("in [", low, ", ", high, "]");
+}
+
+XQ_DECL void check_hyper_parameter(const char* where, const char* name, double value, double low, double high) {
+  if (std::isfinite(value) && value >= low && value <= high) return;
+  throw argument_error(where, concat(name, " ", hyper_parameter_range(low, high)), concat(name, " = ", value));
+}
+
+XQ_DECL float checked_schedule_value(const char* where, const char* name, const learning_rate_schedule& schedule,
+                                     std::size_t step, double low, double high) {
+  const float value = schedule(step);
+  if (std::isfinite(value) && value >= low && value <= high) return value;
+  throw argument_error(where,
+                       concat(name, " ", hyper_parameter_range(low, high), " at every step (", where, " stepped nothing)"),
+                       concat(name, " = ", value, " from its schedule at step ", step));
 }
 
 }  // namespace xq::detail

@@ -13,12 +13,13 @@ namespace xq {
 XQ_DECL sgd::sgd(std::vector<parameter_ptr> params, sgd_options options)
     : params_(std::move(params)), options_(std::move(options)), state_(params_.size()) {
   detail::check_parameter_list(params_, "xq::sgd");
-  if (options_.learning_rate.is_constant() && options_.learning_rate(0) < 0.0f)
-    throw argument_error("xq::sgd", "learning_rate >= 0", detail::concat(options_.learning_rate(0)));
-  if (options_.momentum < 0.0)
-    throw argument_error("xq::sgd", "momentum >= 0", detail::concat(options_.momentum));
-  if (options_.weight_decay < 0.0)
-    throw argument_error("xq::sgd", "weight_decay >= 0", detail::concat(options_.weight_decay));
+  // NaN passes a test written `x < 0`; each option is checked finite and in range.
+  if (options_.learning_rate.is_constant())
+    detail::check_hyper_parameter("xq::sgd", "learning_rate", options_.learning_rate(0));
+  detail::check_hyper_parameter("xq::sgd", "momentum", options_.momentum);
+  detail::check_hyper_parameter("xq::sgd", "weight_decay", options_.weight_decay);
+  // PyTorch checks no range; outside [0, 1] the buffer adds a negative or amplified share.
+  detail::check_hyper_parameter("xq::sgd", "dampening", options_.dampening, 0.0, 1.0);
   if (options_.nesterov && (options_.momentum <= 0.0 || options_.dampening != 0.0))
     throw argument_error("xq::sgd", "momentum > 0 and dampening 0 with nesterov",
                          detail::concat("momentum ", options_.momentum, ", dampening ", options_.dampening));
@@ -26,7 +27,7 @@ XQ_DECL sgd::sgd(std::vector<parameter_ptr> params, sgd_options options)
 
 XQ_DECL void sgd::step() {
   detail::check_finite_gradients(params_, "xq::sgd");
-  const float lr = learning_rate();
+  const float lr = detail::checked_schedule_value("xq::sgd", "learning_rate", options_.learning_rate, iterations_);
   const auto momentum = static_cast<float>(options_.momentum);
   const auto decay = static_cast<float>(options_.weight_decay);
   const auto keep = static_cast<float>(1.0 - options_.dampening);
