@@ -49,10 +49,19 @@ XQ_DECL histogram_result histogram_uniform(const float* a, std::size_t n, std::i
   for (std::size_t i = 0; i < n; ++i) {
     const float v = a[i];
     if (!(v >= first && v <= last)) continue;
-    std::int64_t k = std::int64_t(((v - first) / denom) * numerator);
-    if (k == bins) k -= 1;
-    if (v < e[std::size_t(k)]) k -= 1;
-    if (v >= e[std::size_t(k + 1)] && k != bins - 1) k += 1;
+    std::int64_t k;
+    if (std::isfinite(denom)) {
+      // numpy's float32 index: 0 <= v - first <= denom, so it lies in [0, bins].
+      k = std::min(std::int64_t(((v - first) / denom) * numerator), bins - 1);
+      if (v < e[std::size_t(k)]) k -= 1;
+      if (v >= e[std::size_t(k + 1)] && k != bins - 1) k += 1;
+    } else {
+      // A range wider than FLT_MAX: numpy's denominator and edges overflow, and it indexes
+      // with the int cast of NaN (undefined behaviour). The index in double instead,
+      // clamped to the bins before the cast; the float32 edges cannot correct it.
+      const double k_d = (double(v) - double(first)) / (double(last) - double(first)) * double(bins);
+      k = k_d >= double(bins - 1) ? bins - 1 : k_d > 0.0 ? std::int64_t(k_d) : 0;
+    }
     r.counts[std::size_t(k)] += 1;
   }
   return r;

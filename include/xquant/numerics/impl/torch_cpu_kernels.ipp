@@ -80,16 +80,29 @@ XQ_DECL std::vector<float> histc(const float* x, std::size_t n, std::int64_t bin
   // The kernel reads the first and last of linspace(lo, hi, bins + 1) in float.
   const float start = float(lo), end = float(hi);
   const float step = (end - start) / float(bins);
-  const float left = std::fma(step, 0.0f, start);
-  const float right = std::fma(-step, 0.0f, end);
+  // A range wider than FLT_MAX makes the step infinite, and torch's edges inf * 0 = NaN:
+  // torch then drops every value. The range's own ends instead (a deliberate difference).
+  const bool wide = !std::isfinite(step);
+  const float left = wide ? start : std::fma(step, 0.0f, start);
+  const float right = wide ? end : std::fma(-step, 0.0f, end);
   const float scale = float(bins);
   const float width = right - left;
   std::vector<float> hist(std::size_t(bins), 0.0f);
   for (std::size_t i = 0; i < n; ++i) {
     const float v = x[i];
     if (!(v >= left && v <= right)) continue;  // outside the range, or NaN
-    std::int64_t pos = std::int64_t((v - left) * scale / width);
-    if (pos == bins) pos -= 1;
+    // torch's kernel: static_cast<int64_t>((elt - leftmost) * bins / (rightmost - leftmost)),
+    // in float. Above about FLT_MAX / bins (1.7e35 with 2048 bins) the product overflows
+    // and torch converts inf (or inf / inf) to int64, which is undefined behaviour (on
+    // x86 INT64_MIN, an index far outside the histogram). Where torch's float position is
+    // finite it is kept, so every result torch defines stays bit for bit; elsewhere the
+    // position is computed in double, where it cannot overflow; and it is clamped to the
+    // bins before the cast.
+    const float pos_f = (v - left) * scale / width;
+    const double pos_d = std::isfinite(pos_f) && std::isfinite(width)
+                             ? double(pos_f)
+                             : (double(v) - double(left)) * double(bins) / (double(right) - double(left));
+    const std::int64_t pos = pos_d >= double(bins - 1) ? bins - 1 : pos_d > 0.0 ? std::int64_t(pos_d) : 0;
     hist[std::size_t(pos)] += 1.0f;
   }
   return hist;
