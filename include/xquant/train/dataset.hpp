@@ -61,7 +61,8 @@ struct batch {
   std::size_t size() const noexcept { return inputs.dimension() == 0 ? 0 : inputs.shape()[0]; }
 };
 
-/// Number of batches of `batch_size` covering `n` samples (the last one may be partial).
+/// Number of batches of `batch_size` covering `n` samples (the last one may be partial; a
+/// batch size above `n` gives one batch of all of them). argument_error for batch_size 0.
 XQ_DECL std::size_t batch_count(std::size_t n, std::size_t batch_size);
 
 namespace detail {

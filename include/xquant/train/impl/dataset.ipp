@@ -49,8 +49,10 @@ XQ_DECL void dataset::validate(const char* where) const {
 }
 
 XQ_DECL std::size_t batch_count(std::size_t n, std::size_t batch_size) {
-  if (batch_size == 0) throw argument_error("xq::batch_count", "batch_size >= 1", "0");
-  return (n + batch_size - 1) / batch_size;
+  if (batch_size == 0) throw argument_error("xq::batch_count", "batch_size >= 1", "batch_size = 0");
+  // Not (n + batch_size - 1) / batch_size, which wraps to 0 for a batch size near SIZE_MAX:
+  // a batch larger than the data is one batch of all of it (Keras).
+  return n == 0 ? 0 : (n - 1) / batch_size + 1;
 }
 
 namespace detail {

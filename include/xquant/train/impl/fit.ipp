@@ -85,7 +85,9 @@ XQ_DECL double seconds_since(std::chrono::steady_clock::time_point start) {
 XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts) {
   train.validate("xq::fit");
   if (opts.validation) opts.validation->validate("xq::fit (validation data)");
-  if (opts.batch_size == 0) throw argument_error("xq::fit", "batch_size >= 1", "0");
+  if (opts.batch_size == 0)
+    throw argument_error("xq::fit", "batch_size >= 1 (a size above the sample count trains on all of them at once)",
+                         "batch_size = 0");
   if (train.size() == 0) throw argument_error("xq::fit", "at least one training sample", "an empty dataset");
   if (opts.initial_epoch > opts.epochs)
     throw argument_error("xq::fit", concat("initial_epoch <= epochs (", opts.epochs, ")"), concat(opts.initial_epoch));
@@ -266,7 +268,10 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   set_paths(target.model, "");
   distributed_training* const dist = opts.distributed;
   const std::size_t ranks = dist ? static_cast<std::size_t>(dist->ranks()) : 1;
-  const std::size_t global_batch = opts.batch_size * ranks;  // every rank's shard together
+  // Every rank's shard together; saturated, so that a huge batch_size cannot wrap to a small one.
+  const std::size_t global_batch =
+      opts.batch_size > std::numeric_limits<std::size_t>::max() / ranks ? std::numeric_limits<std::size_t>::max()
+                                                                         : opts.batch_size * ranks;
 
   std::size_t steps = batch_count(n, global_batch);
   // Under data parallelism a last batch with fewer rows than ranks cannot be split: dropped.
