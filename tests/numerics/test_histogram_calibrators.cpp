@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -274,7 +275,15 @@ TEST_CASE("ort percentile calibrator: histograms and percentile range match onnx
     const json& r = c->at("results").at(0).at("tensors");
     const auto range = calib.compute_range();
     CHECK(bits_difference(range.first, scalar(r.at("min"))) == "");
-    CHECK(bits_difference(range.second, scalar(r.at("max"))) == "");
+    if (scalar(r.at("min")) > scalar(r.at("max"))) {
+      // The peer's min above max (both percentiles in the bin of a constant input): the
+      // deliberate difference of ort_percentile_calibrator.hpp, that bin's right edge
+      // clamped to the data's maximum.
+      CHECK(range.second == std::min(calib.bin_edges().back(), calib.max()));
+      CHECK(range.first <= range.second);
+    } else {
+      CHECK(bits_difference(range.second, scalar(r.at("max"))) == "");
+    }
   }
 }
 

@@ -23,7 +23,9 @@
 /// Deliberate differences: an empty batch, or one with NaN or ±Inf, is refused
 /// (argument_error, nothing recorded) where the peer records an empty batch as the range
 /// [0, 0], drops NaN (two-sided) or fails in np.histogram; compute_range before any data
-/// throws, as the peer does.
+/// throws, as the peer does. When both percentiles fall in one bin (one bin in all, or data
+/// on one value), the peer's range has min above max; here the upper end is that bin's right
+/// edge instead of its left one (clamped to the data as the peer clamps), so min <= max.
 ///
 /// \code
 ///   xq::ort::percentile_calibrator calib;          // two-sided, 2048 bins, 99.999

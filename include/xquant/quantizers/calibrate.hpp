@@ -53,7 +53,8 @@ XQ_DECL const char* to_string(calibration_method m) noexcept;
 
 struct calibration_options {
   calibration_method method = calibration_method::nvidia_percentile;
-  /// The percentile of the percentile methods; 0: the peer's default (NVIDIA 99.99, ORT 99.999).
+  /// The percentile of the percentile methods, in (0, 100]; 0: the peer's default (NVIDIA
+  /// 99.99, ORT 99.999). Anything else (NaN, negative, above 100): argument_error.
   double percentile = 0;
   std::size_t batch_size = 256;
 };

@@ -176,11 +176,18 @@ XQ_DECL std::pair<float, float> percentile_calibrator::compute_range() const {
     hi = e;
   } else {
     const double cut = (100.0 - p) / 200.0;
-    hi = edges_[detail::searchsorted_left(cdf, 1.0 - cut)];
+    const std::size_t right = detail::searchsorted_left(cdf, 1.0 - cut);
+    hi = edges_[right];
     lo = edges_[detail::searchsorted_left(cdf, cut)];
+    // onnxruntime takes the left edge of the bin where the upper percentile falls. When both
+    // percentiles fall in one bin (one bin in all, or data on one value) that edge is below
+    // the data, and after the clamps below the peer returns min above max (one bin over
+    // [1, 3]: (1, -3)). The bin's right edge then, clamped the same way: a valid range.
+    if (std::max(lo, min_) > std::min(hi, max_)) hi = edges_[std::min(right + 1, edges_.size() - 1)];
   }
   if (lo < min_) lo = min_;
   if (hi > max_) hi = max_;
+  if (hi < lo) hi = lo;  // never min above max (cannot happen after the above; kept as the contract)
   return {lo, hi};
 }
 

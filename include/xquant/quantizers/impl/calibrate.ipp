@@ -48,6 +48,12 @@ struct calibration_session::state {
 
 XQ_DECL calibration_session::calibration_session(const calibration_options& o)
     : options_(o), previous_(calibration_sink::current()) {
+  // 0 selects the peer's default below; anything else outside (0, 100] (NaN, a negative
+  // number) used to fall back to that default silently.
+  if (!(o.percentile == 0.0 || (o.percentile > 0.0 && o.percentile <= 100.0)))
+    throw argument_error("xq::calibrate",
+                         "a percentile in (0, 100], or 0 for the method's default (NVIDIA 99.99, onnxruntime 99.999)",
+                         xq::detail::concat("percentile = ", o.percentile));
   calibration_sink::current() = this;
 }
 
