@@ -12,7 +12,8 @@
 /// rename is atomic only within one file system), which is flushed to disk (fsync) and
 /// then renamed over `path`. A reader sees the old file or the new one, never half of one;
 /// after a crash at any point the old file is still there (at worst next to a stale
-/// temporary, which the next successful save removes). On POSIX systems, moreover:
+/// temporary, which the next save removes). A save that fails removes its own temporary,
+/// whatever failed (the writer, a full disk, the rename). On POSIX systems, moreover:
 ///
 /// - Symbolic links are written through. When `path` is a link (or a chain of links), the
 ///   file it finally names gets the new content and the link stays a link: the temporary
@@ -32,7 +33,10 @@
 /// - Stale temporaries: a writer holds an exclusive flock() on its temporary from its
 ///   creation until after the rename, and the kernel drops the lock when the process dies.
 ///   So a "<target>.tmp.<16 lowercase hex digits>" file that no one holds a lock on is the
-///   leftover of a killed save, and every successful save removes those of its target.
+///   leftover of a killed save, and every save removes those of its target: before it
+///   creates its own temporary (so that on a full disk the space a killed save left is free
+///   for this one, and a save that then fails anyway has still removed them) and again
+///   after its rename.
 ///   The temporary of a concurrent save, in this process or another, is locked and left
 ///   alone, however slowly it is being written: no age threshold can tell that apart. The
 ///   clean-up never throws; on a file system without flock() it removes nothing. (flock,

@@ -143,6 +143,10 @@ XQ_DECL atomic_write::atomic_write(const std::string& path) : path_(path) {
   using xq::detail::concat;
 #ifdef XQ_ATOMIC_FILE_HAVE_FSYNC
   target_ = resolve_final_symlinks(path);
+  // Before this save writes anything too, not only after a successful one: on a full disk
+  // a killed save's temporary holds the space this one needs, and with the clean-up only
+  // after a rename no save could ever succeed again to remove it.
+  remove_stale_temporaries(target_);
 #else
   target_ = path;
 #endif
