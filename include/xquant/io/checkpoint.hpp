@@ -150,7 +150,7 @@ struct model_state_view {
 
 template <class Model>
 model_state_view view_model(Model& model) {
-  set_paths(model);
+  xq::set_paths(model);  // qualified: a plain struct model in the global namespace has no ADL to xq
   model_state_view v;
   std::unordered_set<const parameter*> listed;
   auto list = [&](const parameter_ptr& p) {

@@ -191,7 +191,7 @@ XQ_DECL void configure_wrappers(const std::vector<wrapper_handle>& handles, cons
 
 template <class Twin, class SampleCall>
 void configure_twin(Twin& twin, const quantize_options& o, SampleCall&& sample_call, bool have_sample) {
-  set_paths(twin);
+  xq::set_paths(twin);  // qualified: a user's twin type need not be found by ADL
   std::vector<wrapper_handle> handles = wrapper_handles(twin);
   std::unique_ptr<graph_trace> trace;
   if (have_sample) {
@@ -204,7 +204,7 @@ void configure_twin(Twin& twin, const quantize_options& o, SampleCall&& sample_c
         return 0;
       });
     }
-    set_paths(twin);  // the pass built lazy layers: name their parameters
+    xq::set_paths(twin);  // the pass built lazy layers: name their parameters
   } else if (!o.cases.empty() || o.fold_batch_norm || o.per_call_site_ranges) {
     throw argument_error("quantize_model",
                          "a sample input (input shape or sample call) to trace the graph, which QDQ cases, "
