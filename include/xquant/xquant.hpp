@@ -95,6 +95,7 @@
 #include "train/bop.hpp"
 #include "train/case_optimizer.hpp"
 #include "train/dataset.hpp"
+#include "train/default_metric.hpp"
 #include "train/fit.hpp"
 #include "train/losses.hpp"
 #include "train/metrics.hpp"

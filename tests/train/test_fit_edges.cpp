@@ -2,6 +2,7 @@
 // nothing trained, nothing reported), batch size 0.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -78,4 +79,68 @@ TEST_CASE("fit refuses batch_size 0, saying what is valid", "[train][fit][issue3
   CHECK_THROWS_WITH(xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o),
                     Catch::Contains("xq::fit") && Catch::Contains("batch_size >= 1") &&
                         Catch::Contains("given batch_size = 0"));
+}
+
+// Issue 34, item 15: the default metric comes from the loss, as Keras resolves "accuracy":
+// a regression reports no accuracy (it used to fail at the first batch with "expected labels
+// of shape ..."), the cross-entropies their accuracy.
+TEST_CASE("fit's default metric is chosen from the loss", "[train][fit][metric][issue34]") {
+  const std::size_t n = 12;
+  xq::set_seed(5);
+  SECTION("mean squared error: no metric, regression targets of any shape") {
+    // A dense layer on sequences (N, 6, 4) -> (N, 6, 2), regression targets (N, 6, 2).
+    xq::dataset seq{xq::tensor::from_shape({n, 6, 4}), xq::tensor::from_shape({n, 6, 2})};
+    for (std::size_t i = 0; i < seq.inputs.size(); ++i) seq.inputs.data()[i] = static_cast<float>(i % 5) * 0.1f;
+    for (std::size_t i = 0; i < seq.targets.size(); ++i) seq.targets.data()[i] = static_cast<float>(i % 7) * 0.3f;
+    xq::dense model(2);
+    xq::build(model, {1, 6, 4});
+    xq::sgd opt(xq::trainable_parameters(model), {0.01f});
+    const xq::fit_history h = xq::fit(model, opt, xq::mean_squared_error, seq, quiet(1));
+    CHECK(h.metric_name.empty());
+    CHECK_FALSE(h.last().metric.has_value());
+    const xq::evaluation e = xq::evaluate(model, xq::mean_squared_error, seq);
+    CHECK_FALSE(e.metric.has_value());
+    CHECK(std::isfinite(e.loss));
+  }
+  SECTION("sparse softmax cross-entropy: sparse categorical accuracy") {
+    const xq::dataset d = small_classification(n);
+    xq::dense model(3);
+    xq::build(model, {1, 4});
+    xq::sgd opt(xq::trainable_parameters(model), {0.01f});
+    const xq::fit_history h = xq::fit(model, opt, xq::sparse_softmax_cross_entropy, d, quiet(1));
+    CHECK(h.metric_name == "accuracy");
+    REQUIRE(h.last().metric.has_value());
+    const xq::evaluation e = xq::evaluate(model, xq::sparse_softmax_cross_entropy, d);
+    REQUIRE(e.metric.has_value());
+    CHECK(*e.metric == xq::sparse_categorical_accuracy(xq::predict(model, d.inputs), d.targets));
+  }
+  SECTION("binary cross-entropy: binary accuracy") {
+    xq::dataset d{xq::tensor::from_shape({n, 4}), xq::tensor::from_shape({n, 1})};
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < 4; ++j) d.inputs(i, j) = static_cast<float>((i + j) % 3) * 0.2f;
+      d.targets(i, 0) = i % 3 == 0 ? 0.0f : 1.0f;
+    }
+    xq::dense model(1);
+    xq::build(model, {1, 4});
+    model.kernel()->value.fill(0.0f);
+    model.bias()->value.fill(0.9f);  // every prediction 0.9: binary accuracy 8/12 (sparse categorical: 4/12)
+    const xq::evaluation e = xq::evaluate(model, xq::binary_cross_entropy, d);
+    REQUIRE(e.metric.has_value());
+    CHECK(*e.metric == Approx(8.0 / 12.0));
+  }
+  SECTION("a loss xquant does not know, on regression shapes: an error that says how to choose") {
+    xq::dataset d{xq::tensor::from_shape({n, 4}), xq::tensor::from_shape({n, 2})};
+    d.inputs.fill(0.5f);
+    d.targets.fill(1.0f);
+    xq::dense model(2);
+    xq::build(model, {1, 4});
+    xq::sgd opt(xq::trainable_parameters(model), {0.01f});
+    auto my_loss = [](const xq::var& y, const xq::var& t) { return xq::mean_squared_error(y, t); };
+    CHECK_THROWS_WITH(xq::fit(model, opt, my_loss, d, quiet(1)),
+                      Catch::Contains("default metric") && Catch::Contains("fit_options::metric = nullptr") &&
+                          Catch::Contains("outputs (12, 2) and targets (12, 2)"));
+    xq::fit_options none = quiet(1);
+    none.metric = nullptr;
+    CHECK_NOTHROW(xq::fit(model, opt, my_loss, d, none));
+  }
 }

@@ -47,6 +47,7 @@
 #include "../kernels/thread_governor.hpp"
 #include "../quantizers/model_quantizers.hpp"
 #include "dataset.hpp"
+#include "default_metric.hpp"
 #include "distributed_training.hpp"
 #include "metrics.hpp"
 #include "progress.hpp"
@@ -150,8 +151,10 @@ struct fit_options {
   bool shuffle = true;     ///< a new order each epoch; false: the dataset's order
   bool verbose = true;     ///< false: no progress output
   const dataset* validation = nullptr;  ///< evaluated after each epoch; not owned, must outlive fit
-  metric_function metric = sparse_categorical_accuracy;  ///< nullptr: none
-  std::string metric_name = "accuracy";
+  /// nullptr: none. The default is chosen from the loss (train/default_metric.hpp): accuracy
+  /// for the cross-entropies, none for mean squared error.
+  metric_function metric = automatic_metric;
+  std::string metric_name = "accuracy";  ///< shown when there is a metric
   std::size_t max_steps_per_epoch = 0;  ///< 0: every batch
   epoch_callback on_epoch_end;
   progress_options progress;  ///< where and how progress is shown
@@ -251,6 +254,20 @@ auto loss_call_of(Loss& loss) {
   };
 }
 
+/// The metric the loss chooses when `metric` is `automatic_metric` and the loss has a
+/// `default_metric` (an empty function for `void`: none); nullopt to keep `metric`.
+template <class Loss>
+std::optional<metric_function> chosen_metric(const metric_function& metric) {
+  using L = std::remove_cv_t<std::remove_reference_t<Loss>>;
+  if constexpr (has_default_metric_v<L>) {
+    if (metric && metric.template target<automatic_metric_fn>()) {
+      if constexpr (std::is_void_v<default_metric_t<L>>) return metric_function();
+      else return metric_function(default_metric_t<L>{});
+    }
+  }
+  return std::nullopt;
+}
+
 /// An optimizer's step and zero_grad, without its type.
 struct optimizer_ref {
   void* object;
@@ -267,14 +284,16 @@ XQ_DECL fit_history run_fit(const training_target& t, const optimizer_ref& opt, 
 
 }  // namespace detail
 
-/// Mean loss (and metric) of `model` on `data`, in inference mode (batch_norm uses
+/// Mean loss (and metric: by default the loss's, as in `fit`) of `model` on `data`, in inference mode (batch_norm uses
 /// its moving statistics, dropout passes everything) and under `no_grad`, so
 /// nothing is recorded on any tape.
 template <class Model, class Loss>
 evaluation evaluate(Model& model, Loss&& loss, const dataset& data, std::size_t batch_size = 32,
-                    const metric_function& metric = sparse_categorical_accuracy) {
+                    const metric_function& metric = automatic_metric) {
   auto loss_call = detail::loss_call_of(loss);
-  return detail::run_evaluate(detail::training_target_of(model, loss_call), data, batch_size, metric);
+  const std::optional<metric_function> chosen = detail::chosen_metric<Loss>(metric);
+  return detail::run_evaluate(detail::training_target_of(model, loss_call), data, batch_size,
+                              chosen ? *chosen : metric);
 }
 
 /// The model's outputs for `inputs` (N, ...), computed in batches in inference
@@ -314,6 +333,9 @@ std::vector<tensor> predict(Model& model, const std::vector<tensor>& inputs, std
 /// model's first call, has no earlier value to go back to.) The first step checks that the forward
 /// code calls only layers the model reaches through its children (core/layer_call.hpp).
 ///
+/// The metric is `opts.metric`; by default the loss's (train/default_metric.hpp: accuracy
+/// for the cross-entropies, none for mean squared error), as Keras resolves "accuracy".
+///
 /// The quantizers' metrics (flip ratio, gradient flow; those turned on) are reset at
 /// each epoch's start and read at its end, after the training steps and before
 /// validation, into `epoch_record::quantizer_metrics` and the progress output (as
@@ -323,7 +345,14 @@ fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train,
   const detail::optimizer_ref o{&opt, [](void* p) { static_cast<Optimizer*>(p)->step(); },
                                 [](void* p) { static_cast<Optimizer*>(p)->zero_grad(); }};
   auto loss_call = detail::loss_call_of(loss);
-  return detail::run_fit(detail::training_target_of(model, loss_call), o, train, opts);
+  const detail::training_target target = detail::training_target_of(model, loss_call);
+  std::optional<metric_function> metric = detail::chosen_metric<Loss>(opts.metric);
+  if (!metric) return detail::run_fit(target, o, train, opts);
+  // The loss chose the metric (or none): options with it, the callback still the caller's.
+  fit_options chosen = opts;
+  chosen.metric = std::move(*metric);
+  if (opts.on_epoch_end) chosen.on_epoch_end = [&opts](const epoch_record& r) { return opts.on_epoch_end(r); };
+  return detail::run_fit(target, o, train, chosen);
 }
 
 }  // namespace xq

@@ -5,6 +5,7 @@
 #include "adam.ipp"
 #include "bop.ipp"
 #include "dataset.ipp"
+#include "default_metric.ipp"
 #include "fit.ipp"
 #include "losses.ipp"
 #include "metrics.ipp"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../core/error.hpp"
+#include "../../quantizers/quantizer_config.hpp"
 #include "../quantize_model.hpp"
 
 namespace xq::detail {
@@ -65,10 +66,26 @@ XQ_DECL void check_spec(const quantization_spec& spec, const std::vector<std::st
   std::set<std::string> types(builtin_layer_types().begin(), builtin_layer_types().end());
   for (const auto& h : handles) types.insert(h.type);
   for (const auto& [t, d] : scheme.layers) types.insert(t);
+  // An entry's num_bits goes to the input, weight and output quantizers of what it names
+  // (settings_for), on or off: it must suit all three of the scheme's numerics.
+  int max_bits = max_num_bits(scheme.input.numerics);
+  std::string numerics = to_string(scheme.input.numerics);
+  for (const quantizer_config* c : {&scheme.weight, &scheme.output})
+    if (max_num_bits(c->numerics) < max_bits) {
+      max_bits = max_num_bits(c->numerics);
+      numerics = to_string(c->numerics);
+    }
   for (const auto& e : spec.entries()) {
+    const std::string where =
+        std::string("quantize_model: quantization_spec ") + (e.by_type ? "type entry \"" : "entry \"") + e.key + "\"";
+    if (e.what.num_bits && (*e.what.num_bits < 2 || *e.what.num_bits > max_bits))
+      throw argument_error(where,
+                           xq::detail::concat("num_bits in [2, ", max_bits, "] (the ", scheme.name, " scheme's ",
+                                              numerics, " quantizers), or no num_bits for the scheme's own"),
+                           xq::detail::concat("num_bits = ", *e.what.num_bits));
     if (e.by_type) {
       if (types.count(e.key) == 0)
-        throw argument_error("quantize_model: quantization_spec type entry \"" + e.key + "\"",
+        throw argument_error(where,
                              "the type name of a layer of the model or of a layer xquant knows: " +
                                  layer_list(std::vector<std::string>(types.begin(), types.end())),
                              "a type name no layer has");
@@ -77,10 +94,20 @@ XQ_DECL void check_spec(const quantization_spec& spec, const std::vector<std::st
     const bool found = std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
       return p == e.key || quantization_spec::encloses(e.key, p);
     });
-    if (!found)
-      throw argument_error("quantize_model: quantization_spec entry \"" + e.key + "\"",
-                           "the path of a layer of the model, or of a composite holding some: " + layer_list(paths),
+    if (!found) {
+      // The composites are named by the paths inside them ("block" of "block/conv"): every
+      // '/'-prefix of a layer's path that is no layer itself, in model order.
+      std::vector<std::string> composites;
+      std::set<std::string> seen(paths.begin(), paths.end());
+      for (const std::string& p : paths)
+        for (std::size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1))
+          if (seen.insert(p.substr(0, slash)).second) composites.push_back(p.substr(0, slash));
+      throw argument_error(where,
+                           "the path of a layer of the model (" + layer_list(paths) +
+                               (composites.empty() ? std::string(")")
+                                                   : ") or of a composite holding some (" + layer_list(composites) + ")"),
                            "no layer with that path");
+    }
   }
 }
 
