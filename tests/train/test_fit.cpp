@@ -182,6 +182,7 @@ TEST_CASE("fit's plain progress: whole lines with every field", "[train][fit][pr
   o.batch_size = 10;  // 10 steps: a line every step (10 per epoch), the last one an epoch end
   o.validation = &test;
   o.progress.stream = &out;  // not a terminal: plain lines
+  o.progress.plain_updates = 10;  // intermediate lines too (the default is epoch ends only)
   xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
 
   const std::string text = out.str();

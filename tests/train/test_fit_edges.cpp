@@ -1,11 +1,14 @@
 // Issue 34: fit at its edges. A batch size near SIZE_MAX (the step count wrapped to 0:
-// nothing trained, nothing reported), batch size 0.
+// nothing trained, nothing reported), batch size 0 (item 5); the default metric chosen from
+// the loss (item 15); progress into a log (item 16).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include <xquant/train/dataset.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
+#include <xquant/train/progress.hpp>
 #include <xquant/train/sgd.hpp>
 
 namespace {
@@ -142,5 +146,47 @@ TEST_CASE("fit's default metric is chosen from the loss", "[train][fit][metric][
     xq::fit_options none = quiet(1);
     none.metric = nullptr;
     CHECK_NOTHROW(xq::fit(model, opt, my_loss, d, none));
+  }
+}
+
+// Issue 34, item 16: progress into a log (no terminal) is one line per epoch, as Keras's;
+// the style can be forced either way.
+TEST_CASE("fit's progress into a log file: one line per epoch, either style on request", "[train][progress][issue34]") {
+  const xq::dataset train = small_classification(30);
+  xq::dense model(3);
+  xq::build(model, {1, 4});
+  xq::sgd opt(xq::trainable_parameters(model), {0.01f});
+  xq::fit_options o;
+  o.epochs = 3;
+  o.batch_size = 1;  // 30 steps an epoch
+  const auto count = [](const std::string& text, char c) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), c));
+  };
+  SECTION("not a terminal: one line per epoch") {
+    std::ostringstream log;
+    o.progress.stream = &log;
+    xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
+    const std::string text = log.str();
+    INFO(text);
+    CHECK(count(text, '\n') == 3);
+    CHECK(count(text, '\r') == 0);
+    CHECK(text.find("epoch 1/3 - step 30/30 - loss: ") == 0);
+  }
+  SECTION("forced to the terminal style") {
+    std::ostringstream log;
+    o.progress.stream = &log;
+    o.progress.style = xq::progress_style::terminal;
+    o.progress.refresh_seconds = 0;
+    xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
+    CHECK(count(log.str(), '\n') == 3);
+    CHECK(count(log.str(), '\r') >= 30 * 3);
+  }
+  SECTION("plain, with intermediate lines on request") {
+    std::ostringstream log;
+    o.progress.stream = &log;
+    o.progress.style = xq::progress_style::plain;
+    o.progress.plain_updates = 3;  // every 10 steps: steps 10 and 20, then the epoch's end
+    xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
+    CHECK(count(log.str(), '\n') == 3 * 3);
   }
 }

@@ -5,12 +5,17 @@
 ///
 ///     Epoch 2/10 - 120/469 [=======>......................] - loss: 0.5123 - accuracy: 0.8123 - 3521 samples/s - ETA 12s
 ///
-/// Anywhere else (a log file, a pipe, a std::ostringstream): plain lines, never
-/// '\r', one every ~10% of an epoch's steps and one at each epoch's end, so
-/// logs stay readable:
+/// Anywhere else (a log file, a pipe, a std::ostringstream; std::cout, std::cerr and
+/// std::clog are asked isatty on their descriptor): plain lines, never '\r', one at each
+/// epoch's end, as Keras's one line per epoch (verbose=2) for output that is not a terminal:
+///
+///     epoch 2/10 - step 469/469 - loss: 0.4123 - accuracy: 0.8512 - 3521 samples/s - 2.1s - val_loss: 0.4500 - val_accuracy: 0.8400
+///
+/// `progress_options::plain_updates` adds intermediate lines (every steps/updates steps):
 ///
 ///     epoch 2/10 - step 47/469 - loss: 0.6123 - accuracy: 0.7712 - 3521 samples/s - ETA 12s
-///     epoch 2/10 - step 469/469 - loss: 0.4123 - accuracy: 0.8512 - 3521 samples/s - 2.1s - val_loss: 0.4500 - val_accuracy: 0.8400
+///
+/// `progress_options::style` forces either style (`terminal`, `plain`) whatever the stream.
 ///
 /// Loss and metrics are the running means of the epoch so far.
 ///
@@ -46,8 +51,9 @@ enum class progress_style {
 struct progress_options {
   std::ostream* stream = nullptr;  ///< nullptr: std::cout
   progress_style style = progress_style::automatic;
-  /// Plain style: intermediate lines per epoch (every steps/updates steps; 0: only epoch ends).
-  std::size_t plain_updates = 10;
+  /// Plain style: intermediate lines per epoch (every steps/updates steps; 0: only epoch
+  /// ends, one line per epoch in a log: the default).
+  std::size_t plain_updates = 0;
   /// Terminal style: the shortest time between two redraws, in seconds.
   double refresh_seconds = 0.1;
 };
