@@ -38,6 +38,7 @@
 #include "core/random.hpp"
 #include "core/tape.hpp"
 #include "core/var.hpp"
+#include "io/checkpoint_hint.hpp"  // save_checkpoint / load_checkpoint: a static_assert naming their header
 #include "kernels/policy.hpp"
 #include "layers/activation.hpp"
 #include "layers/add.hpp"
