@@ -183,7 +183,10 @@ auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::
     if constexpr (!std::is_default_constructible_v<type>) {
       return unbuildable_twin<type>();  // (the assertions above have failed)
     } else {
-    type twin{};
+    // `type()`, value-initialization, not `type twin{}`: for an aggregate composite the
+    // braces copy-list-initialize each member without an initializer, which a child block
+    // with an `explicit` default constructor refuses (Clang rejects it; GCC only warns).
+    type twin = type();
     auto float_children = children(composite);
     auto twin_children = children(twin);
     static_assert(std::tuple_size_v<decltype(float_children)> == std::tuple_size_v<decltype(twin_children)>,
