@@ -7,13 +7,15 @@
 # (include/xquant/**/*.hpp, files under a detail/ folder excepted), each including its
 # header twice and nothing else. Building it (part of `all`) fails if a header is not
 # self-contained or lacks its include guard. Headers whose path (relative to include/)
-# matches an EXCLUDE regex are skipped.
+# matches an EXCLUDE regex are skipped. The target's property XQ_CHECKED_HEADERS lists the
+# headers it checks.
 function(xq_add_header_check target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "EXCLUDE")
   set(_inc "${PROJECT_SOURCE_DIR}/include")
   file(GLOB_RECURSE _headers RELATIVE "${_inc}" CONFIGURE_DEPENDS "${_inc}/xquant/*.hpp")
   list(SORT _headers)
   set(_sources)
+  set(_checked)
   foreach(_h IN LISTS _headers)
     if(_h MATCHES "(^|/)detail/")
       continue()
@@ -39,6 +41,7 @@ function(xq_add_header_check target)
       file(WRITE "${_src}" "${_text}")
     endif()
     list(APPEND _sources "${_src}")
+    list(APPEND _checked "${_h}")
   endforeach()
   if(NOT _sources)
     message(WARNING "xq_add_header_check(${target}): no headers under ${_inc}/xquant")
@@ -46,4 +49,6 @@ function(xq_add_header_check target)
   endif()
   add_library(${target} OBJECT ${_sources})
   target_link_libraries(${target} PRIVATE xquant::xquant xquant_native_arch)
+  # The headers it checks (include/-relative), for the clang_syntax test (xquantClangCheck.cmake).
+  set_property(TARGET ${target} PROPERTY XQ_CHECKED_HEADERS ${_checked})
 endfunction()

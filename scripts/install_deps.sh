@@ -17,7 +17,9 @@ log() { printf '[install_deps] %s\n' "$*"; }
 # /usr/share/datasets/fashion-mnist, for the example and the dataset test. fortunes: 2.6 MB
 # of English text in /usr/share/games/fortunes, the transformer_lm example's corpus.
 # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only recommended by
-# clang, so named here) build tests/fuzz's checkpoint fuzzer. python3-venv: the venv of
+# clang, so named here) build tests/fuzz's checkpoint fuzzer; clang also runs the
+# clang_syntax test (every header, test and example through clang++ -fsyntax-only), with
+# OpenMP when libomp-dev (clang's omp.h, not a dependency of clang) is there. python3-venv: the venv of
 # the ONNX tests (install_onnx_deps.sh), where python3 is Debian's. libdnnl-dev: oneDNN
 # 2.6, the optional convolution backend (kernels/onednn_conv.hpp), so that CI tests it
 # against the im2col oracle; its CMake package needs OpenCL's (ocl-icd-opencl-dev).
@@ -43,6 +45,7 @@ apt_packages=(
   openmpi-bin
   clang
   libclang-rt-dev
+  libomp-dev
   python3-venv
   libdnnl-dev
   ocl-icd-opencl-dev

@@ -6,7 +6,9 @@
 # umbrella header, the README example and the QAT example must stay within their budgets
 # (5 paired compiles each, the median ratio; tools/README.md has the figures; issue 12);
 # a subset of the tests under ASan + UBSan (`sanitizers`, label `sanitize`) and the
-# libFuzzer runs over every file loader (label `fuzz`; tests/fuzz) too (issue 14).
+# libFuzzer runs over every file loader (label `fuzz`; tests/fuzz) too (issue 14), and
+# clang++ -fsyntax-only over every header, test and example (`clang_syntax`, label `clang`;
+# issue 34).
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh -L packaging    # extra arguments go to ctest

@@ -6,6 +6,7 @@
         [--min-share 0.9999] [--top1] [--min-top1 SHARE] [--report out.json]
         [--save-optimized PATH] [--paths reference,optimized] [--labels OUT=labels.npy]
         [--exact-integers] [--allow [PATH:]OUT=COUNT[@STEPS] ...] [--save-outputs DIR]
+        [--float-rule range|elementwise]
 
 1. `onnx.checker.check_model(onnx.load(MODEL), full_check=True)` (shape inference included).
 2. onnxruntime on CPUExecutionProvider, twice (an input whose .npy type differs from the
@@ -21,8 +22,18 @@
    |ort - expected| <= step, the largest difference in steps and the first differing
    indices. The step is one quantization step: --step OUT=0.05 (a scalar) or
    --step OUT=steps.npy (per channel along the last axis). Without --step: integer outputs
-   must be equal; float outputs within 1e-5 relative (values below 1/1000 of the array's
-   largest magnitude are compared at that magnitude).
+   must be equal; float outputs by --float-rule:
+   - range (the default): within 1e-4 of the output's largest magnitude. A float output
+     of a quantized file (a conv or dense whose sums leave as floats) is the same integers
+     summed in float in another order than the engine's exact int32 sum times its scale:
+     the differences are float rounding, which scales with the magnitude of the output
+     (its summands), not with each element; elements near zero, where the sum cancels,
+     differ far beyond 1e-5 of themselves even when every integer agrees (measured on a
+     3x3x32 conv: 313 of 32,768 elements, the largest difference 3.8e-7 of the range).
+     1e-4 of the range stays well under one quantization step of a quantized output;
+   - elementwise (the strict rule, the default before issue 34): within 1e-5 relative,
+     each element (values below 1/1000 of the array's largest magnitude are compared at
+     that magnitude), for a float model compared with the same float program.
    --top1 also reports the share of rows whose argmax along the last axis is the same;
    --labels OUT=labels.npy the accuracy of OUT's argmax (and of the expected values').
    --paths runs only the reference or the optimized path (default both).
@@ -116,7 +127,12 @@ def parse_allowances(values):
     return allowed
 
 
-def compare(np, got, want, step, max_listed=5):
+# --float-rule: the tolerances of a float output compared without --step (see the docstring).
+FLOAT_RANGE_TOLERANCE = 1e-4
+FLOAT_ELEMENTWISE_TOLERANCE = 1e-5
+
+
+def compare(np, got, want, step, max_listed=5, float_rule="range"):
     """Elementwise comparison of `got` with `want` (same shape): a dict for the report."""
     g = got.astype(np.float64)
     w = want.astype(np.float64)
@@ -137,11 +153,16 @@ def compare(np, got, want, step, max_listed=5):
     elif integer:
         tol = np.zeros(w.shape)
         rule = "exact"
+    elif float_rule == "range":
+        finite = np.abs(w[np.isfinite(w)])
+        largest = finite.max() if finite.size else 0.0
+        tol = np.full(w.shape, FLOAT_RANGE_TOLERANCE * largest)
+        rule = f"range {FLOAT_RANGE_TOLERANCE:g}"
     else:
         finite = np.abs(w[np.isfinite(w)])
         floor = 1e-3 * finite.max() if finite.size else 0.0
-        tol = 1e-5 * np.maximum(np.abs(w), floor)
-        rule = "rel 1e-5"
+        tol = FLOAT_ELEMENTWISE_TOLERANCE * np.maximum(np.abs(w), floor)
+        rule = f"rel {FLOAT_ELEMENTWISE_TOLERANCE:g}"
     within = diff <= tol
     n = int(w.size)
     n_within = int(within.sum())
@@ -198,6 +219,10 @@ def main(argv=None):
     ap.add_argument("--save-outputs", metavar="DIR", help="write onnxruntime's outputs as DIR/<path>.<output>.npy")
     ap.add_argument("--allow", action="append", metavar="[PATH:]OUT=COUNT[@STEPS]",
                     help="with --exact-integers: up to COUNT elements of OUT may differ, each by <= STEPS (default 1)")
+    ap.add_argument("--float-rule", choices=("range", "elementwise"), default="range",
+                    help="float outputs without --step: within 1e-4 of the output's largest magnitude (range, "
+                         "the default: float rounding of the same integers) or within 1e-5 of each element "
+                         "(elementwise, the strict rule)")
     args = ap.parse_args(argv)
     chosen = [p.strip() for p in args.paths.split(",") if p.strip()]
     if not chosen or any(p not in ("reference", "optimized") for p in chosen):
@@ -240,6 +265,7 @@ def main(argv=None):
         "cpu_vnni": vnni,
         "min_share": args.min_share,
         "exact_integers": args.exact_integers,
+        "float_rule": args.float_rule,
         "checker": None,
         "paths": {},
         "passed": False,
@@ -331,7 +357,7 @@ def main(argv=None):
             if g.shape != w.shape:
                 return finish(usage_error(f"{name}: ORT's output has shape {g.shape}, the expected {w.shape}"))
             step = step_values.get(name, (None, None))[0]
-            r = compare(np, g, w, step)
+            r = compare(np, g, w, step, float_rule=args.float_rule)
             r["dtype"] = str(g.dtype)
             r["shape"] = list(g.shape)
             r["step"] = step_values[name][1] if name in step_values else None

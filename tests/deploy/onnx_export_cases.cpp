@@ -395,7 +395,7 @@ int check(Model& model, const run_args& a, const xq::dataset& test, const xq::de
 
 /// Exports a model of any number of inputs (`shapes`, batch first) and outputs and runs the
 /// checker against the integer engine: every output (within `steps[k]` of output k; 0:
-/// exact; a negative step: the checker's float rule, 1e-5 relative) and every quantized
+/// exact; a negative step: the checker's default float rule, 1e-4 of the output's range) and every quantized
 /// activation onnxruntime exposes, in integer steps (0, but for the `exceptions`).
 template <class Model>
 int check_many(Model& model, const run_args& a, const std::vector<xq::tensor>& inputs, const xq::input_shapes& shapes,

@@ -310,6 +310,31 @@ TEST_CASE("parity: labels must be one whole class index per image", "[deploy][gr
   CHECK(xq::deploy::parity(model, engine, x, &good).samples == 4);
 }
 
+// Issue 34, finding 14: the table printed "top-1: 32768 of 32768 predictions identical" for
+// a flow regression, a top-1 over the two components of each pixel's vector.
+TEST_CASE("parity: the table prints top-1 only for class scores or with labels", "[deploy][graph]") {
+  xq::tensor x = xt::random::rand<float>({4, 6, 6, 1});
+  auto regression = xq::sequential(xq::conv2d(2, 3).padding(xq::padding::same));  // (N, 6, 6, 2)
+  xq::build(regression, {1, 6, 6, 1});
+  const auto flow = xq::deploy::parity(regression, xq::deploy::lower(regression, {6, 6, 1}), x);
+  CHECK_FALSE(flow.class_scores);
+  CHECK(flow.output_elements == 4 * 6 * 6 * 2);
+  INFO(flow.table());
+  CHECK_THAT(flow.table(), Catch::Contains("output: 288 of 288 elements identical"));
+  CHECK_THAT(flow.table(), !Catch::Contains("top-1"));
+
+  auto classifier = xq::sequential(xq::conv2d(4, 3), xq::flatten(), xq::dense(3));  // (N, 3)
+  xq::build(classifier, {1, 6, 6, 1});
+  const auto engine = xq::deploy::lower(classifier, {6, 6, 1});
+  const auto scores = xq::deploy::parity(classifier, engine, x);
+  CHECK(scores.class_scores);
+  CHECK_THAT(scores.table(), Catch::Contains("top-1: 4 of 4 predictions identical"));
+  xq::tensor labels = xq::tensor::from_shape({4});
+  std::fill(labels.begin(), labels.end(), 1.0f);
+  CHECK_THAT(xq::deploy::parity(classifier, engine, x, &labels).table(),
+             Catch::Contains("top-1: 4 of 4") && Catch::Contains("accuracy simulated"));
+}
+
 TEST_CASE("lower: two inputs and two outputs, saved and loaded, with parity", "[deploy][graph][lower]") {
   xq::set_seed(4);
   siamese<> model;

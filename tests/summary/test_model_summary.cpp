@@ -17,6 +17,7 @@
 #include <xquant/layers/activation.hpp>
 #include <xquant/layers/batch_norm.hpp>
 #include <xquant/layers/conv2d.hpp>
+#include <xquant/layers/conv2d_transpose.hpp>
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/depthwise_conv2d.hpp>
 #include <xquant/layers/flatten.hpp>
@@ -271,16 +272,76 @@ TEST_CASE("summary of a non-sequential model: rows per child, MACs of every call
   // Both calls' MACs: 2 x (3*3*4*4 weights x 25 pixels).
   CHECK(s.layers[0].macs.at(32) == 2 * 144 * 25);
   CHECK(s.layers[0].weight_count() == 144 + 4);
-  REQUIRE(s.layers[0].output_shape);  // a MAC leaf: its op's output
+  REQUIRE(s.layers[0].output_shape);  // as traced: its last call's output
   CHECK(*s.layers[0].output_shape == shape({-1, 5, 5, 4}));
-  CHECK_FALSE(s.layers[1].output_shape);  // flatten runs no weighted op: unseen
+  CHECK(*s.layers[0].input_shape == shape({-1, 5, 5, 4}));
+  REQUIRE(s.layers[1].output_shape);  // no weighted op, still traced (was "?")
+  CHECK(*s.layers[1].output_shape == shape({-1, 100}));
   CHECK(s.layers[2].name == "head");
   CHECK(s.layers[2].macs.at(32) == 100 * 3);  // the composite's leaf, exactly
   CHECK(s.layers[2].weight_count() == 303);
+  REQUIRE(s.layers[2].output_shape);  // a composite: its leaves' calls (was "?")
+  CHECK(*s.layers[2].output_shape == shape({-1, 3}));
+  CHECK(*s.layers[2].input_shape == shape({-1, 100}));
   const std::string text = xq::to_string(s);
   const std::size_t row = text.find("| flat ");
   REQUIRE(row != std::string::npos);
-  CHECK(text.substr(row, text.find('\n', row) - row).find(" ? ") != std::string::npos);
+  CHECK(text.substr(row, text.find('\n', row) - row).find("(-1, 100)") != std::string::npos);
+  CHECK(text.find(" ? ") == std::string::npos);
+}
+
+namespace {
+/// A composite ending in a function (xq::ops::relu, which has no path), with a stride.
+template <class Conv = xq::conv2d, class Norm = xq::batch_norm>
+struct down_block {
+  Conv conv{xq::conv2d(4, 3).strides(2).padding(padding::same)};
+  Norm norm;
+  XQ_CHILDREN(conv, norm)
+  xq::var operator()(const xq::var& x) { return xq::ops::relu(norm(conv(x))); }
+};
+/// Not a sequential: the block, then a transposed conv that doubles the size back.
+template <class Down = down_block<>, class Up = xq::conv2d_transpose>
+struct up_model {
+  Down down;
+  Up up{[] {
+    xq::conv2d_transpose t(2, 3);
+    t.strides(2).padding(padding::same);
+    return t;
+  }()};
+  XQ_CHILDREN(down, up)
+  xq::var operator()(const xq::var& x) { return up(down(x)); }
+};
+}  // namespace
+
+// Issue 34, finding 14: a conv2d_transpose's row showed its input's size (its op reports
+// the input's pixels, over which its MACs count), and a composite child's row "?".
+TEST_CASE("summary of a non-sequential model shows the traced shapes of composites and transposed convs",
+          "[summary]") {
+  up_model<> model;
+  const xq::model_summary s = xq::summarize(model, {1, 8, 8, 3});
+  REQUIRE(s.layers.size() == 2);
+  CHECK(s.layers[0].name == "down");
+  REQUIRE(s.layers[0].output_shape);
+  CHECK(*s.layers[0].input_shape == shape({-1, 8, 8, 3}));
+  CHECK(*s.layers[0].output_shape == shape({-1, 4, 4, 4}));
+  CHECK(s.layers[1].name == "up");
+  REQUIRE(s.layers[1].output_shape);
+  CHECK(*s.layers[1].input_shape == shape({-1, 4, 4, 4}));
+  CHECK(*s.layers[1].output_shape == shape({-1, 8, 8, 2}));
+  CHECK(s.layers[1].macs.at(32) == 3 * 3 * 2 * 4 * 16);  // its kernel once per input pixel
+  const std::string text = xq::to_string(s);
+  CHECK(text.find("(-1, 8, 8, 2)") != std::string::npos);
+  CHECK(text.find("(-1, 4, 4, 4)") != std::string::npos);
+  CHECK(text.find(" ? ") == std::string::npos);
+  // The quantized twin, composite rows too.
+  xq::quantize_options o;
+  o.spec.add("up");
+  auto q = xq::quantize_model(model, o, {1, 8, 8, 3});
+  const xq::model_summary t = xq::summarize(q, {1, 8, 8, 3});
+  REQUIRE(t.layers.size() == 2);
+  REQUIRE(t.layers[0].output_shape);
+  CHECK(*t.layers[0].output_shape == shape({-1, 4, 4, 4}));
+  CHECK(*t.layers[1].output_shape == shape({-1, 8, 8, 2}));
 }
 
 TEST_CASE("summary counts a shared weight once, in its first row", "[summary]") {

@@ -3,7 +3,8 @@
 //    NVIDIA's residual case places QDQ the same as for a relu layer; tfmot's and
 //    PyTorch's schemes, which quantize a relu's output, refuse it and name the layer to use;
 //  - a misspelt type in a spec is an error listing the known types; a spec entry naming
-//    a composite's path covers every layer inside it;
+//    a composite's path quantizes the layers inside it as full mode would, or every one
+//    of them when asked;
 //  - a new layer's quantize<> specialization alone turns its QDQ on (NVIDIA's rule), and
 //    one can say it should stay off.
 
@@ -142,11 +143,18 @@ TEST_CASE("spec types: a misspelt one is an error listing the known types, a kno
   CHECK(q.pool.input_quantizer().enabled());
 }
 
-TEST_CASE("a spec entry naming a composite covers every layer inside it", "[quantize][placement][spec]") {
+TEST_CASE("a spec entry naming a composite with block_placement::every_layer covers every layer inside it",
+          "[quantize][placement][spec]") {
   const auto model = built(qtest::net<>());
   xq::quantize_options o;
   o.mode = xq::quantization_mode::partial;
-  o.spec.add("body/first", {true, true});  // the block: its conv, and its batch norm's input
+  xq::layer_quantization every;
+  every.block = xq::block_placement::every_layer;
+  o.spec.add("body/first", every);  // the block: its conv, and its batch norm's input
+  {
+    auto q = xq::quantize_model(model, o, shape);
+    CHECK(q.body.first.norm.input_quantizer().enabled());
+  }
   o.spec.add("body/first/norm", {false, false});  // a nearer entry wins
   auto q = xq::quantize_model(model, o, shape);
   CHECK(q.body.first.conv.input_quantizer().enabled());
@@ -159,6 +167,109 @@ TEST_CASE("a spec entry naming a composite covers every layer inside it", "[quan
   bad.spec.add("body/fir");
   CHECK_THAT(message_of([&] { xq::quantize_model(model, bad, shape); }),
              Catch::Contains("quantization_spec entry \"body/fir\"") && Catch::Contains("body/first/conv"));
+}
+
+namespace {
+
+/// Two residual blocks (conv -> bn -> relu -> add(x) -> max pool each), by path "first"
+/// and "second".
+template <class First = qtest::residual<>, class Second = qtest::residual<>>
+struct two_blocks {
+  First first;
+  Second second;
+  XQ_CHILDREN(first, second)
+  xq::var operator()(const xq::var& x) { return second(first(x)); }
+};
+
+}  // namespace
+
+// Issue 34, finding 12: partial quantization of a block by path quantized every layer in it
+// (batch norms, relus, adds, max pools); a TensorRT user expects the block as full mode
+// would quantize it.
+TEST_CASE("a spec entry naming a composite quantizes it as full mode would, by default",
+          "[quantize][placement][spec]") {
+  const auto model = built(two_blocks<>());
+  xq::quantize_options o;
+  o.mode = xq::quantization_mode::partial;
+  o.spec.add("first");
+  {
+    auto q = xq::quantize_model(model, o, shape);
+    auto& b = q.first;
+    CHECK(b.conv.input_quantizer().enabled());  // NVIDIA's scheme: conv input and weight
+    CHECK(b.conv.weight_quantizer().enabled());
+    CHECK_FALSE(b.norm.input_quantizer().enabled());  // off in NVIDIA's matrix
+    CHECK_FALSE(b.act.input_quantizer().enabled());
+    CHECK_FALSE(b.skip.input_quantizer(0).enabled());
+    CHECK_FALSE(b.skip.input_quantizer(1).enabled());
+    CHECK_FALSE(b.pool.input_quantizer().enabled());
+    CHECK_FALSE(q.second.conv.input_quantizer().enabled());  // partial: outside "first"
+    CHECK_FALSE(q.second.conv.weight_quantizer().enabled());
+  }
+  {
+    // The spec's type entries are part of "as full mode would": max pools named by type.
+    xq::quantize_options t = o;
+    t.spec.add_type("max_pool2d");
+    auto q = xq::quantize_model(model, t, shape);
+    CHECK(q.first.pool.input_quantizer().enabled());
+    CHECK(q.second.pool.input_quantizer().enabled());
+    CHECK_FALSE(q.first.norm.input_quantizer().enabled());
+  }
+  {
+    // The block's own flags narrow it: weights only, 4 bits.
+    xq::quantize_options n = o;
+    n.spec = {};
+    n.spec.add("first", {false, true, {}, 4});
+    auto q = xq::quantize_model(model, n, shape);
+    CHECK_FALSE(q.first.conv.input_quantizer().enabled());
+    CHECK(q.first.conv.weight_quantizer().enabled());
+    CHECK(q.first.conv.weight_quantizer().config().num_bits == 4);
+    CHECK_FALSE(q.first.norm.input_quantizer().enabled());
+  }
+  {
+    // Full mode's QDQ cases too: NVIDIA's residual case on the block's add (its input from
+    // the conv chain left alone, the skip input quantized).
+    xq::quantize_options c = o;
+    c.cases = xq::qdq_cases::resnet_v1();
+    auto q = xq::quantize_model(model, c, shape);
+    CHECK_FALSE(q.first.skip.input_quantizer(0).enabled());
+    CHECK(q.first.skip.input_quantizer(1).enabled());
+    CHECK_FALSE(q.first.norm.input_quantizer().enabled());
+  }
+  {
+    // The other choice, explicitly: every layer inside with the entry's flags.
+    xq::quantize_options e = o;
+    e.spec = {};
+    xq::layer_quantization every;
+    every.block = xq::block_placement::every_layer;
+    e.spec.add("first", every);
+    auto q = xq::quantize_model(model, e, shape);
+    auto& b = q.first;
+    CHECK(b.conv.input_quantizer().enabled());
+    CHECK(b.conv.weight_quantizer().enabled());
+    CHECK(b.norm.input_quantizer().enabled());
+    CHECK(b.act.input_quantizer().enabled());
+    CHECK(b.skip.input_quantizer(0).enabled());
+    CHECK(b.skip.input_quantizer(1).enabled());
+    CHECK(b.pool.input_quantizer().enabled());
+    CHECK_FALSE(q.second.conv.input_quantizer().enabled());
+  }
+  {
+    // tfmot's scheme, as its full mode: the conv's kernel (its output goes to the batch
+    // norm that fuses with it), the relu's and the add's outputs; nothing on the max pool.
+    xq::quantize_options f = o;
+    f.scheme = xq::schemes::tfmot();
+    auto q = xq::quantize_model(model, f, shape);
+    auto& b = q.first;
+    CHECK(b.conv.weight_quantizer().enabled());
+    CHECK_FALSE(b.conv.input_quantizer().enabled());
+    CHECK_FALSE(b.conv.output_quantizer().enabled());
+    CHECK_FALSE(b.norm.output_quantizer().enabled());
+    CHECK(b.act.output_quantizer().enabled());
+    CHECK(b.skip.output_quantizer().enabled());
+    CHECK_FALSE(b.pool.output_quantizer().enabled());
+    CHECK_FALSE(q.second.act.output_quantizer().enabled());
+    CHECK_FALSE(q.second.conv.weight_quantizer().enabled());
+  }
 }
 
 namespace my {

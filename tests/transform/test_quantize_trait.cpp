@@ -88,3 +88,38 @@ TEST_CASE("a sequential's twin keeps its layer names", "[quantize][trait]") {
   CHECK(twin.get<2>().path() == "logits");
   CHECK(twin.get<0>().conv.path() == "conv_bn/conv");
 }
+
+namespace {
+
+/// An aggregate composite (no constructor of its own) over a child block whose default
+/// constructor is `explicit` (qtest::conv_bn): the common way to write a Keras-style
+/// model. Its twin must be built without copy-list-initializing that child, which Clang
+/// rejects (issue 34, finding 10; the `clang_syntax` test compiles this file with clang++).
+template <class Block = qtest::conv_bn<>, class Pool = xq::global_average_pool2d, class Head = xq::dense>
+struct aggregate_net {
+  Block block;
+  Pool pool;
+  Head head{xq::dense(2)};
+  XQ_CHILDREN(block, pool, head)
+  xq::var operator()(const xq::var& x) { return head(pool(block(x))); }
+};
+
+}  // namespace
+
+TEST_CASE("an aggregate composite over a child with an explicit default constructor has a twin",
+          "[quantize][trait][clang]") {
+  aggregate_net<> model;
+  xq::build(model, {2, 6, 6, 3});
+  auto twin = xq::quantize_layer(model);
+  static_assert(std::is_same_v<decltype(twin.block), quantize_t<qtest::conv_bn<>>>);
+  xq::set_paths(twin);
+  CHECK(twin.block.conv.float_layer().kernel().get() == model.block.conv.kernel().get());
+  CHECK(twin.head.float_layer().kernel().get() == model.head.kernel().get());
+  CHECK(twin.block.conv.path() == "block/conv");
+  auto q = xq::quantize_model(model, xq::quantize_options{}, {2, 6, 6, 3});
+  CHECK(q.block.conv.weight_quantizer().enabled());
+  const xq::tensor x = xq::testing::uniform({2, 6, 6, 3});
+  const xq::no_grad off;
+  CHECK(xt::allclose(model(xq::var(x)).value(), twin(xq::var(x)).value(), 0.0, 0.0));
+  CHECK(q(xq::var(x)).shape() == xq::tensor::shape_type{2, 2});
+}

@@ -112,3 +112,64 @@ TEST_CASE("PyTorch's scheme: observers, qint8 per-channel weights, quint8 output
   CHECK(seen(0) != first);
   CHECK(std::abs(seen(0) - first) < 0.02f * std::abs(first) + 0.05f);
 }
+
+namespace {
+
+/// Adam steps on the mean squared error to `target`: the losses, first and last.
+template <class Model>
+std::pair<float, float> train_steps(Model& model, const xq::tensor& x, const xq::tensor& target, int steps) {
+  xq::adam opt(xq::trainable_parameters(model), {1e-2f});
+  const xq::training_mode training(true);
+  float first = 0, last = 0;
+  for (int s = 0; s < steps; ++s) {
+    xq::tape tape;
+    const xq::var loss = xq::mean_squared_error(model(xq::var(x)), target);
+    tape.backward(loss);
+    opt.step();
+    opt.zero_grad();
+    (s == 0 ? first : last) = loss.value()(0);
+  }
+  return {first, last};
+}
+
+}  // namespace
+
+// Issue 34, finding 11: the unlisted-weighted default was per channel (axis 2, a transposed
+// conv's filters), which TF's FakeQuant cannot do (its per-channel ranges are on the last
+// axis), so quantize_model refused every model with a conv2d_transpose under tfmot.
+TEST_CASE("tfmot's scheme quantizes and trains a model with a conv2d_transpose, its kernel per tensor",
+          "[quantize][schemes]") {
+  const xq::tensor::shape_type in{2, 6, 6, 3};
+  auto model = xq::sequential<xq::conv2d, xq::relu, xq::conv2d_transpose>(
+      xq::conv2d(4, 3).strides(2).padding(xq::padding::same), xq::relu(),
+      xq::conv2d_transpose(2, 3).strides(2).padding(xq::padding::same).name("up"));
+  xq::set_seed(5);
+  xq::build(model, in);
+  const xq::tensor x = uniform(in, -1, 1, 6), target = uniform({2, 6, 6, 2}, -1, 1, 7);
+
+  // Not in tfmot's registry: wrapped, off unless a spec names it (as in NVIDIA's scheme).
+  xq::quantize_options o;
+  o.scheme = xq::schemes::tfmot();
+  auto q = xq::quantize_model(model, o, in);
+  CHECK_FALSE(q.get<2>().weight_quantizer().enabled());
+  CHECK(q.get<0>().weight_quantizer().config().per_channel);  // conv2d: listed, last axis
+  const auto [first, last] = train_steps(q, x, target, 5);
+  CHECK(std::isfinite(last));
+  CHECK(last < first);
+
+  // Named by a spec: tfmot's default outside Conv2D and DepthwiseConv2D, per tensor.
+  o.spec.add("up");
+  auto named = xq::quantize_model(model, o, in);
+  const auto& up = named.get<2>();
+  REQUIRE(up.weight_quantizer().enabled());
+  CHECK_FALSE(up.weight_quantizer().config().per_channel);
+  CHECK(up.weight_quantizer().config().numerics == xq::quant_numerics::tf_fake_quant);
+  CHECK(up.output_quantizer().enabled());  // the model's last layer: its output too
+  const xq::tensor kernel_before = up.float_layer().kernel()->value;
+  const auto [first_q, last_q] = train_steps(named, x, target, 5);
+  CHECK(std::isfinite(last_q));
+  CHECK(last_q < first_q);
+  CHECK_FALSE(xt::allclose(up.float_layer().kernel()->value, kernel_before, 0.0, 0.0));
+  CHECK(xt::amax(up.weight_quantizer().max())() > 0.0f);  // one range, tracked in training
+  CHECK(up.weight_quantizer().max().size() == 1);
+}

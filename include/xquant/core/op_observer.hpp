@@ -30,7 +30,10 @@ struct op_event {
   std::string path;
   /// "matmul", "conv2d" or "depthwise_conv2d".
   const char* op = "";
-  /// The op's output shape, batch axis included.
+  /// The shape whose pixels the op's MACs are counted over, batch axis included: the
+  /// op's output shape, except for a transposed conv, which reports its input's pixels
+  /// with its output channels (each input pixel meets the whole kernel once). Not the
+  /// layer's output shape there: `xq::summarize` reads that from its graph trace.
   tensor::shape_type output_shape;
   /// The shape of the weight it multiplied by (the possibly quantized kernel).
   tensor::shape_type weight_shape;

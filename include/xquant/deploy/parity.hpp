@@ -4,7 +4,8 @@
 /// simulation computed? Both run on the same images; at every place where the simulation
 /// quantizes (the engine's `parity_point`s: each quantized layer input) the report counts
 /// the integers that are identical and the largest difference in steps, and at the output
-/// the share of identical top-1 predictions (and, given labels, both accuracies).
+/// the identical elements and the share of identical top-1 predictions (and, given labels,
+/// both accuracies; the table prints top-1 only with labels or for class scores).
 ///
 /// The simulation's integers are its own quantizer applied to the float input the traced
 /// pass recorded (quantization_grid.hpp), so a row compares the two programs' integers at
@@ -43,13 +44,18 @@ struct parity_report {
   std::size_t same_top1 = 0;
   std::size_t simulated_correct = 0, engine_correct = 0;  ///< with labels
   bool labelled = false;
+  /// Whether the first output is (N, classes), scores to take a top-1 of: table() prints
+  /// the top-1 line for such an output or with labels, not for a regression's (N, H, W, 2).
+  bool class_scores = false;
   double max_output_difference = 0;  ///< the largest |simulated - engine| output element
   std::size_t output_elements = 0, output_identical = 0;
 
   double same_top1_share() const noexcept { return samples ? double(same_top1) / double(samples) : 1.0; }
   double simulated_accuracy() const noexcept { return samples ? double(simulated_correct) / double(samples) : 0.0; }
   double engine_accuracy() const noexcept { return samples ? double(engine_correct) / double(samples) : 0.0; }
-  /// The report as a table: one row per quantized tensor, then the output lines.
+  /// The report as a table: one row per quantized tensor, then the output line, then the
+  /// top-1 line (with the accuracies) where top-1 means something: with labels, or for
+  /// class scores (`class_scores`).
   XQ_DECL std::string table() const;
 };
 

@@ -2,7 +2,7 @@
 /// \file layer_profile.hpp
 /// One row of a model summary (Larq's `LayerProfile`): a layer's weights by bit
 /// width, its memory, its multiply-accumulates by precision, its input precision and
-/// output shape. Plain data with the figures Larq derives from it; `xq::summarize`
+/// output shape (and its input shape). Plain data with the figures Larq derives from it; `xq::summarize`
 /// (summarize.hpp) fills it in.
 
 #include <cstddef>
@@ -43,9 +43,13 @@ struct layer_profile {
   std::string name;
   /// The precision of the layer's input quantizer (nullopt: none, printed "-").
   std::optional<int> input_precision;
-  /// Output shape with -1 for the batch axis; nullopt when the summary could not
-  /// see it (a child of a model that is not a `sequential` and runs no weighted op).
+  /// Output shape with -1 for the batch axis, as the summary's pass traced it (a
+  /// composite's: its last traced call's; summary/summarize.hpp); nullopt when the
+  /// pass never called the layer.
   std::optional<std::vector<std::ptrdiff_t>> output_shape;
+  /// Input shape (its first input's, -1 for the batch axis), traced the same way. Not in
+  /// Larq's table, which prints outputs only.
+  std::optional<std::vector<std::ptrdiff_t>> input_shape;
   /// The weights counted in this row (a weight shared with an earlier row is not).
   std::vector<weight_profile> weights;
   /// Multiply-accumulates of one sample by MAC precision (bits). Empty for a layer

@@ -12,18 +12,22 @@
 /// How it works: one inference forward pass on zeros (no tape, no statistics
 /// updated; it builds an unbuilt model) with an op observer (core/op_observer.hpp)
 /// installed, which hears every matmul, conv2d and depthwise conv2d with its caller's
-/// path, output shape and weight shape.
+/// path, the shape its MACs are counted over and its weight shape, and a graph trace
+/// (core/graph_trace.hpp), which records every leaf call with its inputs and output.
 ///
 /// Rows (what the user composed, as Larq's rows are a Keras model's layers):
-///  - a `sequential`: one row per element, called one after the other to learn each
-///    output shape; a nested `sequential` is expanded into its elements, named by path
-///    ("sequential_1/dense");
+///  - a `sequential`: one row per element, called one after the other, so each row's
+///    input and output shapes are its element's; a nested `sequential` is expanded
+///    into its elements, named by path ("sequential_1/dense");
 ///  - any other element (a composite with XQ_CHILDREN): one row summing its leaves,
 ///    as Larq shows a nested Keras model; input precision of its first leaf;
 ///  - a model that is not a `sequential`: one row per child (nested sequentials
-///    expanded). Only the model's output is seen, so a row's output shape is known
-///    only for a leaf that runs a weighted op (its last op's output) and printed "?"
-///    otherwise;
+///    expanded), its shapes as traced: a leaf's, its first call's input and its last
+///    call's output; a composite's, from the calls of the leaves inside it — the input
+///    of the first, the output of the last — widened by the functions (`xq::ops::relu`,
+///    which carry no path) that only its own values feed at its end, or that feed only
+///    it at its start (a composite's own forward code cannot be told from its caller's
+///    there). A child the pass never called shows "?";
 ///  - a model that is a single leaf: one row.
 ///  - A standalone quantizer (`xq::ste_sign()` as a sequential element) is a row of
 ///    its own with its parameters, if any, and "-" as input precision (Larq has no
@@ -69,6 +73,7 @@
 #include "../config.hpp"
 #include "../core/children.hpp"
 #include "../core/error.hpp"
+#include "../core/graph_trace.hpp"
 #include "../core/layer_traits.hpp"
 #include "../core/model.hpp"
 #include "../core/mode.hpp"
@@ -100,6 +105,14 @@ XQ_DECL std::vector<std::ptrdiff_t> batch_free_shape(const tensor::shape_type& s
 /// The number of elements of a tensor of `shape`.
 XQ_DECL std::size_t element_count(const tensor::shape_type& shape);
 
+/// A row's input (its first) and output shapes as a traced pass saw them; nullopt when
+/// nothing at `path` was called.
+struct traced_shapes {
+  std::optional<tensor::shape_type> input, output;
+};
+/// The shapes of the layer or composite at `path` in the trace `g` (see the file comment).
+XQ_DECL traced_shapes traced_row_shapes(const graph_trace& g, const std::string& path);
+
 /// Builds the rows: weights (deduplicated over the model), MACs from the observed ops.
 class summary_builder {
  public:
@@ -109,9 +122,11 @@ class summary_builder {
   /// Fills `row` from the layer `obj` (a leaf, or a composite summed over its leaves);
   /// `shape` is its output shape when the walk saw it.
   template <class L>
-  void fill_row(L& obj, layer_profile& row, const std::optional<tensor::shape_type>& shape) {
+  void fill_row(L& obj, layer_profile& row, const std::optional<tensor::shape_type>& shape,
+                const std::optional<tensor::shape_type>& input_shape = std::nullopt) {
     row.input_precision = first_input_precision(obj);
     if (shape) row.output_shape = batch_free_shape(*shape);
+    if (input_shape) row.input_shape = batch_free_shape(*input_shape);
     for_each_layer(obj, [&](auto& l) {
       using T = std::remove_const_t<std::remove_reference_t<decltype(l)>>;
       add_weights(l, row);
@@ -216,7 +231,7 @@ var summarize_sequential(Seq& seq, var x, const std::string& prefix, summary_bui
       var y = child(x);
       layer_profile row;
       row.name = path;
-      b.fill_row(child, row, y.shape());  // its ops have run: its events are in
+      b.fill_row(child, row, y.shape(), x.shape());  // its ops have run: its events are in
       rows.push_back(std::move(row));
       x = y;
     }
@@ -224,24 +239,21 @@ var summarize_sequential(Seq& seq, var x, const std::string& prefix, summary_bui
   return x;
 }
 
-/// Appends one row per child of a composite that already ran (nested sequentials expanded).
+/// Appends one row per child of a composite that already ran under the trace `g` (nested
+/// sequentials expanded), with the shapes `g` saw.
 template <class Composite>
-void summarize_children(Composite& c, const std::string& prefix, summary_builder& b,
+void summarize_children(Composite& c, const std::string& prefix, const graph_trace& g, summary_builder& b,
                         std::vector<layer_profile>& rows) {
   for_each_child(c, [&](auto& child, const std::string& name) {
     using C = std::remove_reference_t<decltype(child)>;
     const std::string path = join_path(prefix, name);
     if constexpr (is_sequential<C>::value) {
-      summarize_children(child, path, b, rows);
+      summarize_children(child, path, g, b, rows);
     } else {
       layer_profile row;
       row.name = path;
-      std::optional<tensor::shape_type> shape;
-      if constexpr (counts_macs_v<C> && has_path_v<C>) {
-        auto found = b.events.find(child.path());
-        if (found != b.events.end() && !found->second.empty()) shape = found->second.back().output_shape;
-      }
-      b.fill_row(child, row, shape);
+      const traced_shapes shapes = traced_row_shapes(g, path);
+      b.fill_row(child, row, shapes.output, shapes.input);
       rows.push_back(std::move(row));
     }
   });
@@ -283,13 +295,14 @@ model_summary summarize(Model& model, const input_shapes& shapes) {
                                                    detail::concat(inputs.size(), " shapes"));
       detail::summarize_sequential(model, inputs[0], "", b, s.layers);
     } else if constexpr (detail::is_pure_composite_v<Model>) {
+      graph_trace trace;  // the children's shapes
       (void)call_model(model, inputs, "xq::summarize");
-      detail::summarize_children(model, "", b, s.layers);
+      detail::summarize_children(model, "", trace, b, s.layers);
     } else {
       const var_list y = call_model(model, inputs, "xq::summarize");
       layer_profile row;
       row.name = s.name;
-      b.fill_row(model, row, y.at(0).shape());
+      b.fill_row(model, row, y.at(0).shape(), inputs.at(0).shape());
       s.layers.push_back(std::move(row));
     }
     return 0;

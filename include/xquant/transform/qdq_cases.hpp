@@ -5,14 +5,18 @@
 /// spec, and adds spec entries; `quantize_model` appends them to the user's spec (so,
 /// as in NVIDIA's toolkit, cases with `full` mode act like a spec).
 ///
-///  - `residual_connection()`: for each `add` the user's spec does not name, the first
+/// "The user's spec places a layer" below: an entry names its path, or an enclosing
+/// composite's with `block_placement::every_layer` (quantization_spec::places); inside a
+/// composite named `as_full_mode` the cases work as in full mode.
+///
+///  - `residual_connection()`: for each `add` the user's spec does not place, the first
 ///    input coming from a conv chain — conv, bn <- conv, activation <- bn <- conv, or
 ///    dropout <- activation <- bn <- conv, by the layers' roles (a function such as
 ///    `xq::ops::relu` in the chain counts) — whose head has no other consumer is left
 ///    unquantized and every other input gets a QDQ (TensorRT fuses the add into that
 ///    conv, so a QDQ there would only cost). An add written as `xq::ops::add` is refused.
-///  - `batch_norm_inputs()`: quantizes the input of each batch norm whose producer is
-///    not a convolution (a conv's batch norm is folded at deployment).
+///  - `batch_norm_inputs()`: quantizes the input of each batch norm (that the user's spec
+///    does not place) whose producer is not a convolution (a conv's batch norm is folded at deployment).
 ///  - `max_pool_inputs()`: quantizes every max_pool2d input.
 ///  - `multiply_inputs(indices)`: quantizes the given inputs of every multiply
 ///    (EfficientNet's squeeze-excite).

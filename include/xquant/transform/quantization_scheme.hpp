@@ -17,7 +17,8 @@
 ///
 ///  - `schemes::tfmot()`: tfmot's Default8BitQuantizeRegistry. Weights: TF FakeQuant,
 ///    last value, symmetric narrow, per channel (last axis) for conv2d and depthwise,
-///    per tensor for dense. Outputs: TF FakeQuant, moving average (0.999 from ±6),
+///    per tensor for dense and for every layer tfmot does not list (conv2d_transpose, a
+///    user's weighted layer: TF's FakeQuant ranges only the last axis). Outputs: TF FakeQuant, moving average (0.999 from ±6),
 ///    asymmetric, of conv2d/dense/depthwise (linear activation), relu, relu6,
 ///    leaky_relu, swish, add, concatenate and the average pools. As its layout
 ///    transforms do, a layer's output is left alone when its one consumer is a
@@ -31,7 +32,8 @@
 /// is quantized by default (a user's new layer, unless its specialization says
 /// otherwise; transform/quantize.hpp), the scheme's `unlisted_weighted` or
 /// `unlisted_weightless` placement applies (NVIDIA: its inputs, and its kernel per
-/// channel; tfmot and PyTorch: its kernel and its output); otherwise it is quantized only
+/// channel; tfmot: its kernel per tensor and its output; PyTorch: its kernel per channel
+/// and its output); otherwise it is quantized only
 /// where a spec names it. A user layer can also be given its own entry:
 /// `scheme.layers["my_layer"] = {...}`.
 

@@ -17,9 +17,11 @@
 ///    over its child types is rebuilt with each quantizable type argument replaced by
 ///    its twin: `conv_block<conv2d, batch_norm>` becomes
 ///    `conv_block<quantize_t<conv2d>, quantize_t<batch_norm>>`, recursively, however
-///    deep the nesting. Its twin is default-constructed, then each child is assigned
-///    the twin of the float child (or, if the composite has a constructor from the
-///    float composite, that is used).
+///    deep the nesting. Its twin is value-initialized (`type()`), then each child is
+///    assigned the twin of the float child (or, if the composite has a constructor from
+///    the float composite, that is used). So a child's initializer must fit both child
+///    types: a leaf child from a float layer object (`Conv conv{xq::conv2d(8, 3)};`), a
+///    composite child from arguments (`Inner inner{16};`).
 /// A layer with neither fails to compile with a message that starts with "xquant:".
 
 #include <tuple>
@@ -169,13 +171,16 @@ auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::
   if constexpr (std::is_constructible_v<type, const Layer&> && !std::is_same_v<type, Layer>) {
     return type(composite);
   } else {
+    // The rule, stated once (docs/layer_contract.md, "Composites"): leaf children from a
+    // float layer object, composite children from arguments.
     static_assert(std::is_default_constructible_v<type> || !std::is_default_constructible_v<Layer>,
                   "xquant: the float composite can be default-constructed but its quantized twin cannot: "
-                  "a constructor or default member initializer of the composite builds a child from a "
-                  "layer object of a fixed float type (e.g. `Inner inner{inner<>(16)};` where Inner is a "
-                  "template parameter), and the twin's child type cannot be made from it. Build each "
-                  "child from arguments both child types take (`Inner inner{16};`), or give the "
-                  "composite a constructor from the float composite.");
+                  "a child's initializer (a default member initializer or the composite's constructor) "
+                  "fits the float child type but not its twin. The rule: build a leaf child from a float "
+                  "layer object (`Conv conv{xq::conv2d(8, 3)};`: every leaf's twin is made from its float "
+                  "layer, not from its arguments), and a composite child from arguments both of its types "
+                  "take (`Inner inner{16};`, not `Inner inner{inner<>(16)};`); or give the composite a "
+                  "constructor from the float composite.");
     static_assert(std::is_default_constructible_v<type> || std::is_default_constructible_v<Layer>,
                   "xquant: the quantized twin of this composite is built by default construction "
                   "and then given its children's twins; give the composite a default constructor "
@@ -183,7 +188,10 @@ auto default_quantize<Layer, true, std::void_t<typename rebind_children<Layer>::
     if constexpr (!std::is_default_constructible_v<type>) {
       return unbuildable_twin<type>();  // (the assertions above have failed)
     } else {
-    type twin{};
+    // `type()`, value-initialization, not `type twin{}`: for an aggregate composite the
+    // braces copy-list-initialize each member without an initializer, which a child block
+    // with an `explicit` default constructor refuses (Clang rejects it; GCC only warns).
+    type twin = type();
     auto float_children = children(composite);
     auto twin_children = children(twin);
     static_assert(std::tuple_size_v<decltype(float_children)> == std::tuple_size_v<decltype(twin_children)>,

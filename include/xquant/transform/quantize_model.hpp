@@ -15,7 +15,9 @@
 ///         type) follow their entry, the others the scheme's defaults — for a type the
 ///         scheme does not list, its `quantize<L>` specialization's default
 ///         (transform/quantize.hpp);
-///       - `partial`: only the layers the spec names are quantized.
+///       - `partial`: only the layers the spec names are quantized; a composite's entry
+///         quantizes the layers inside it as full mode would, or every one of them with
+///         `block_placement::every_layer` (quantization_spec.hpp).
 ///     A spec entry whose path names nothing in the model, or whose type is neither in
 ///     the model nor known to xquant, is an error listing what there is.
 ///  4. Batch norms fed by a conv2d/depthwise_conv2d/dense (whose output goes nowhere

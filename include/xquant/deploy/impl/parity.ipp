@@ -109,6 +109,7 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
     }
   }
   const tensor& first = simulated.at(0);
+  report.class_scores = first.dimension() == 2;  // (N, classes); not a map of per-pixel values
   const tensor ours = values.at(outs[0]).to_real();
   const std::size_t classes = first.shape().back(), n = first.size() / classes;
   for (std::size_t s = 0; s < n; ++s) {
@@ -187,6 +188,9 @@ XQ_DECL std::string parity_report::table() const {
   std::snprintf(line, sizeof line, "output: %zu of %zu elements identical, max |difference| %.3g\n", output_identical,
                 output_elements, max_output_difference);
   s << line;
+  // A top-1 over the last axis of a regression's output (a flow field's two components
+  // per pixel) counts nothing a user asked about: only for class scores or with labels.
+  if (!labelled && !class_scores) return s.str();
   std::snprintf(line, sizeof line, "top-1: %zu of %zu predictions identical (%.3f%%)", same_top1, samples,
                 100.0 * same_top1_share());
   s << line;

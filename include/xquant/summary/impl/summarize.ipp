@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,54 @@ XQ_DECL std::size_t element_count(const tensor::shape_type& shape) {
   std::size_t n = 1;
   for (auto d : shape) n *= d;
   return n;
+}
+
+XQ_DECL traced_shapes traced_row_shapes(const graph_trace& g, const std::string& path) {
+  const std::vector<traced_call>& calls = g.calls();
+  // A leaf's own calls (a call of a layer is recorded at its path; a wrapper's inner layer
+  // and quantizers are part of it), else the calls of the leaves inside a composite.
+  const bool leaf = std::any_of(calls.begin(), calls.end(), [&](const traced_call& c) {
+    return !c.function && c.path == path;
+  });
+  auto inside = [&](const traced_call& c) {
+    if (c.function) return false;
+    if (leaf) return c.path == path;
+    return c.path.size() > path.size() && c.path.compare(0, path.size(), path) == 0 && c.path[path.size()] == '/';
+  };
+  std::size_t first = calls.size(), last = 0;
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (inside(calls[i])) {
+      if (first == calls.size()) first = i;
+      last = i;
+    }
+  if (first == calls.size()) return {};
+  auto index_of = [&](const traced_call* c) { return std::size_t(c - calls.data()); };
+  if (!leaf) {
+    // A composite: the values its calls made, and the functions only they feed at its end
+    // (its forward's `xq::ops::relu(norm(conv(x)))`), then those feeding only it at its start.
+    std::unordered_set<const variable_state*> made;
+    for (std::size_t i = first; i <= last; ++i)
+      if (inside(calls[i])) made.insert(calls[i].output);
+    for (std::size_t i = last + 1; i < calls.size() && calls[i].function; ++i) {
+      const auto& in = calls[i].inputs;
+      if (in.empty() || !std::all_of(in.begin(), in.end(), [&](const variable_state* v) { return made.count(v) != 0; }))
+        break;
+      made.insert(calls[i].output);
+      last = i;
+    }
+    while (first > 0 && calls[first - 1].function) {
+      const auto users = g.consumers(calls[first - 1].output);
+      if (users.empty() || !std::all_of(users.begin(), users.end(), [&](const traced_call* u) {
+            return index_of(u) >= first && index_of(u) <= last;
+          }))
+        break;
+      --first;
+    }
+  }
+  traced_shapes out;
+  if (!calls[first].inputs.empty() && calls[first].inputs[0]) out.input = calls[first].inputs[0]->value.shape();
+  if (calls[last].output) out.output = calls[last].output->value.shape();
+  return out;
 }
 
 XQ_DECL void summary_builder::apply_batch_norm_rule(std::vector<std::pair<parameter_ptr, int>>& weights) {

@@ -49,7 +49,7 @@ XQ_DECL qdq_case residual_connection() {
                              "an xq::add layer member listed in XQ_CHILDREN, where the case places QDQ on the "
                              "add's inputs",
                              "a function, which has nowhere to keep a quantizer");
-      if (user.names(call.path) || !done.insert(call.path).second) continue;
+      if (user.places(call.path) || !done.insert(call.path).second) continue;
       std::vector<std::size_t> quantized;
       bool skipped = false;
       for (std::size_t i = 0; i < call.inputs.size(); ++i) {
@@ -68,7 +68,7 @@ XQ_DECL qdq_case residual_connection() {
 XQ_DECL qdq_case batch_norm_inputs() {
   return [](const graph_trace& g, const quantization_spec& user, quantization_spec& extra) {
     for (const auto& call : g.calls()) {
-      if (call.role != layer_role::norm || call.function || user.names(call.path)) continue;
+      if (call.role != layer_role::norm || call.function || user.places(call.path)) continue;
       const traced_call* parent = call.inputs.empty() ? nullptr : g.producer(call.inputs[0]);
       if (!parent || parent->role != layer_role::conv) extra.add(call.path, {true, false});
     }

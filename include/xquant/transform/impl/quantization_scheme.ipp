@@ -72,7 +72,12 @@ XQ_DECL quantization_scheme tfmot() {
   for (const char* t : {"relu", "relu6", "leaky_relu", "swish", "add", "concatenate", "average_pool2d",
                         "global_average_pool2d"})
     s.layers[t] = detail::defaults(false, false, true, true);
-  s.unlisted_weighted = detail::defaults(false, true, true, true, true);
+  // Per tensor: tfmot's Default8BitQuantizeRegistry quantizes per channel only Conv2D and
+  // DepthwiseConv2D (whose filters are the kernel's last axis, where TF's per-channel
+  // FakeQuant takes its ranges); every other weighted layer it knows, Dense included, per
+  // tensor. Its registry leaves Conv2DTranspose out; per channel on a transposed conv's
+  // filters (axis 2) would be a placement its own numerics reject.
+  s.unlisted_weighted = detail::defaults(false, true, true, true, false);
   s.unlisted_weightless = detail::defaults(false, false, true, true);
   s.skip_output_before_fused_consumer = true;
   return s;

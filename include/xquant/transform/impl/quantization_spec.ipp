@@ -50,4 +50,11 @@ XQ_DECL bool quantization_spec::names(const std::string& path) const {
   return false;
 }
 
+XQ_DECL bool quantization_spec::places(const std::string& path) const {
+  for (const auto& e : entries_)
+    if (!e.by_type && (e.key == path || (e.what.block == block_placement::every_layer && encloses(e.key, path))))
+      return true;
+  return false;
+}
+
 }  // namespace xq

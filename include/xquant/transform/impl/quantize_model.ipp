@@ -41,18 +41,42 @@ XQ_DECL wrapper_settings settings_for(const wrapper_handle& w, const quantize_op
   s.weight.per_channel = p.defaults->per_channel_weight;
   s.weight_channel_axis = p.defaults->weight_channel_axis;
   const quantization_spec::entry* e = spec.find(w.path, w.type);
-  if (e) {
-    s.quantize_input = e->what.quantize_input;
-    s.quantize_weight = w.has_weight && e->what.quantize_weight;
-    s.quantize_output = e->what.quantize_output.value_or(p.defaults->quantize_output);
-    s.input_indices = e->what.quantization_index;
-    if (e->what.num_bits) s.input.num_bits = s.weight.num_bits = s.output.num_bits = *e->what.num_bits;
-    if (e->what.per_channel) s.weight.per_channel = *e->what.per_channel;
-  } else if (o.mode == quantization_mode::full && p.on) {
-    s.quantize_input = p.defaults->quantize_input;
-    s.quantize_weight = w.has_weight && p.defaults->quantize_weight;
-    s.quantize_output = p.defaults->quantize_output;
+  // As the entry says; with no entry, the scheme's placement.
+  auto as_entry = [&](const quantization_spec::entry& entry) {
+    s.quantize_input = entry.what.quantize_input;
+    s.quantize_weight = w.has_weight && entry.what.quantize_weight;
+    s.quantize_output = entry.what.quantize_output.value_or(p.defaults->quantize_output);
+  };
+  auto as_scheme = [&] {
+    s.quantize_input = p.on && p.defaults->quantize_input;
+    s.quantize_weight = p.on && w.has_weight && p.defaults->quantize_weight;
+    s.quantize_output = p.on && p.defaults->quantize_output;
+  };
+  // An entry's input indices, bit width and per-channel choice, where it gives them.
+  auto options_of = [&](const quantization_spec::entry& entry) {
+    if (!entry.what.quantization_index.empty()) s.input_indices = entry.what.quantization_index;
+    if (entry.what.num_bits) s.input.num_bits = s.weight.num_bits = s.output.num_bits = *entry.what.num_bits;
+    if (entry.what.per_channel) s.weight.per_channel = *entry.what.per_channel;
+  };
+  const bool through_block = e && !e->by_type && e->key != w.path;
+  if (through_block && e->what.block == block_placement::as_full_mode) {
+    // What full mode gives this layer (a type entry, else the scheme), which the block's
+    // entry can only narrow (see block_placement).
+    if (const quantization_spec::entry* by_type = spec.find("", w.type)) {
+      as_entry(*by_type);
+      options_of(*by_type);
+    } else {
+      as_scheme();
+    }
+    s.quantize_input = s.quantize_input && e->what.quantize_input;
+    s.quantize_weight = s.quantize_weight && e->what.quantize_weight;
+    s.quantize_output = s.quantize_output && e->what.quantize_output.value_or(true);
+  } else if (e) {
+    as_entry(*e);
+  } else if (o.mode == quantization_mode::full) {
+    as_scheme();
   }
+  if (e) options_of(*e);
   s.per_call_site = o.per_call_site_ranges;
   return s;
 }
