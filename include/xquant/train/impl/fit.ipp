@@ -102,7 +102,7 @@ XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& da
                                 const metric_function& metric) {
   data.validate("xq::evaluate");
   if (batch_size == 0) throw argument_error("xq::evaluate", "batch_size >= 1", "0");
-  set_paths(target.model, "");
+  set_stale_paths(target.model, "");  // writes nothing once named: concurrent calls are safe
   no_grad off;
   training_mode inference(false);
   running_mean loss_mean, metric_mean;
@@ -133,7 +133,7 @@ XQ_DECL std::vector<tensor> run_predict(const forward_target& target, const std:
                                : concat("input ", k, " of shape (", inputs[0]->shape()[0], ", ...)"),
                         shape_string(inputs[k]->shape()));
   if (batch_size == 0) throw argument_error("xq::predict", "batch_size >= 1", "0");
-  set_paths(target.model, "");
+  set_stale_paths(target.model, "");  // writes nothing once named: concurrent calls are safe
   no_grad off;
   training_mode inference(false);
   const std::size_t n = inputs[0]->shape()[0];
