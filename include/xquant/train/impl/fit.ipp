@@ -16,6 +16,7 @@
 
 #include "../../layers/add.hpp"
 #include "../fit.hpp"
+#include "../rank_agreement.hpp"
 
 namespace xq {
 
@@ -294,6 +295,9 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   std::optional<dataset> validation_shard;
   if (dist && opts.validation) validation_shard = shard_of(*opts.validation, *dist);
   const dataset* validation = validation_shard ? &*validation_shard : opts.validation;
+  // Every rank the same model, data and options, or every rank throws: ranks that differ
+  // would wait for each other forever or train on garbage (issue 34).
+  if (dist) check_ranks_agree(*dist, target.model, fit_rank_values(train, opts, steps), "xq::fit (data parallel)");
   if (dist) dist->begin_training(target.model);
   opt.zero_grad(opt.object);
   for (std::size_t epoch = opts.initial_epoch + 1; epoch <= opts.epochs; ++epoch) {
@@ -394,7 +398,11 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
                       "; that step was not applied (model and optimizer as before it)"));
       break;
     }
-    if (!opts.on_epoch_end(history.epochs.back())) {
+    // One rank's callback stopping stops every rank: a rank that returned would leave the
+    // others waiting in their next step's collectives.
+    double stop = opts.on_epoch_end(history.epochs.back()) ? 0.0 : 1.0;
+    if (dist) dist->sum(&stop, 1);
+    if (stop > 0.0) {
       history.stopped_early = true;
       break;
     }
