@@ -29,13 +29,15 @@
 //       rank 1 throws while rank 0 waits in an allreduce: the job must end non-zero (CTest
 //       WILL_FAIL), never hang (CTest TIMEOUT).
 //   data_parallel_tests mismatch (extra_layer | other_shape | steps | epochs | returns_early | seed |
-//                                 dataset_size | batch_size | validation | early_stop)
+//                                 dataset_size | batch_size | validation | early_stop |
+//                                 calibration_samples)
 //       xq::fit on ranks that disagree (rank 1 has one more layer, a kernel of another
 //       shape, another max_steps_per_epoch, epoch count, an initial_epoch at which it would
 //       return at once, another seed, dataset size, batch size, no validation data): every
 //       rank must throw an xq::argument_error naming what differs and each rank's value,
 //       never hang (CTest TIMEOUT) nor end in MPI_ERR_TRUNCATE. early_stop: rank 0's
 //       epoch callback stops training after one epoch, rank 1's never: both stop there.
+//       calibration_samples: xq::dist::calibrate with 300 samples on rank 0, 280 on rank 1.
 //
 // Rank 0 prints the figures (max |difference| of gradients, parameters, ranges; the
 // allreduce's time per step).
@@ -605,6 +607,20 @@ int failing_rank(const xq::dist::communicator& world) {
 /// xq::fit on ranks that disagree in `kind` (see the file comment).
 int mismatch(const xq::dist::communicator& world, const std::string& kind) {
   const bool other = world.rank() == 1;
+  if (kind == "calibration_samples") {
+    const xq::dataset data = deploy_test::quadrant_data(other ? 280 : 300, 29);
+    auto model = qat_of(make_norm_net, xq::range_tracking::last_value, true);
+    try {
+      xq::dist::calibrate(model, data.inputs, world);
+      return fail(world, "calibration on other samples per rank went ahead");
+    } catch (const xq::argument_error& e) {
+      const std::string what = e.what();
+      if (world.rank() == 0) std::printf("mismatch %s: every rank threw: %s\n", kind.c_str(), what.c_str());
+      if (what.find("calibration samples: rank 0 300, rank 1 280") == std::string::npos)
+        return fail(world, "calibration: the error does not name each rank's sample count: " + what);
+      return 0;
+    }
+  }
   const xq::dataset train = deploy_test::quadrant_data(kind == "dataset_size" && other ? 72 : 64, 31);
   const xq::dataset validation = deploy_test::quadrant_data(16, 37);
   xq::dist::data_parallel ranks(world);
@@ -700,7 +716,7 @@ int run(int argc, char** argv) {
                "       data_parallel_tests batch_norm (synchronized|local)\n"
                "       data_parallel_tests overlap | fit_checkpoint | calibration | failing_rank\n"
                "       data_parallel_tests mismatch (extra_layer|other_shape|steps|epochs|returns_early|seed|dataset_size|"
-               "batch_size|validation|early_stop)\n");
+               "batch_size|validation|early_stop|calibration_samples)\n");
   return 2;
 }
 

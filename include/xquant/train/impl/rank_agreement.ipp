@@ -182,8 +182,8 @@ XQ_DECL void check_ranks_agree(distributed_training& d, layer_ref model, const s
   std::string given;
   for (const std::string& s : differences) given += (given.empty() ? "" : "; ") + s;
   throw argument_error(where,
-                       "the same model, data and options on every rank (data-parallel ranks train in lock step: "
-                       "build the same model, load the same dataset and pass the same fit_options everywhere)",
+                       "the same model, data and options on every rank (data-parallel ranks run in lock step: "
+                       "build the same model, load the same data and pass the same options everywhere)",
                        given);
 }
 
