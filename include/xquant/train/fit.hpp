@@ -122,16 +122,21 @@ class epoch_callback {
   std::function<bool(const epoch_record&)> fn_;
 };
 
-/// How `fit` picks the thread count of each training step.
+/// How `fit` picks the thread count of each training step. Every policy but `fixed` keeps
+/// each parallel region to the cores other processes leave idle (kernels/idle_cores.hpp,
+/// on by default for every entry point): two threads are never slower than one on a
+/// machine where another process keeps a core busy.
 enum class thread_policy {
-  /// `adaptive` in deterministic mode (where the count changes no result), else `fixed`.
+  /// The idle-core limit; in deterministic mode (where the count changes no result) also
+  /// `adaptive`'s timing.
   automatic,
-  /// The calling thread's OpenMP count (OMP_NUM_THREADS, omp_set_num_threads) throughout:
-  /// two runs of the same program give the same bits.
+  /// The calling thread's OpenMP count (OMP_NUM_THREADS, omp_set_num_threads) throughout,
+  /// the idle-core limit off for the run: two runs of the same program give the same bits
+  /// however busy the machine (and run as slowly as its busiest core makes them).
   fixed,
   /// Timed (kernels/thread_governor.hpp): the fastest count, measured again as the
-  /// machine's load changes, so that a busy core does not stall every parallel region.
-  /// Outside deterministic mode the bits then depend on the counts the timing chose.
+  /// machine's load changes, within the idle-core limit. Outside deterministic mode the
+  /// bits then depend on the counts the timing chose.
   adaptive,
 };
 

@@ -291,6 +291,9 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
                         (opts.threads == thread_policy::automatic && deterministic());
   std::optional<kernels::thread_governor> governor;
   if (adaptive) governor.emplace();
+  // fixed: the OpenMP count throughout, however busy the machine (kernels/idle_cores.hpp).
+  std::optional<idle_core_limit_scope> exact_threads;
+  if (opts.threads == thread_policy::fixed) exact_threads.emplace(false);
   // Under data parallelism each rank validates its shard of the validation data.
   std::optional<dataset> validation_shard;
   if (dist && opts.validation) validation_shard = shard_of(*opts.validation, *dist);
