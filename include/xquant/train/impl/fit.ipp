@@ -99,6 +99,20 @@ decltype(auto) checked_calls(const training_target& target, Pass&& pass) {
   return with_reachability_check(reachable, std::forward<Pass>(pass));
 }
 
+/// A thread governor (kernels/thread_governor.hpp) for an inference loop of `batches`
+/// batches, when it has enough of them to pay for its probes (a warm-up and probe_steps at
+/// each count, twice over): on a small model two threads can be slower than one on an idle
+/// machine too (issue 34); the loop then keeps the faster count. Each call has its own, so
+/// concurrent calls share nothing.
+inline std::optional<kernels::thread_governor> inference_governor(std::size_t batches) {
+  std::optional<kernels::thread_governor> g;
+  if (kernels::openmp_threads() <= 1) return g;
+  g.emplace();
+  const kernels::thread_governor_options o;
+  if (batches < 2 * (1 + o.probe_steps * g->candidates().size())) g.reset();
+  return g;
+}
+
 XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& data, std::size_t batch_size,
                                 const metric_function& metric) {
   data.validate("xq::evaluate");
@@ -109,8 +123,11 @@ XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& da
   running_mean loss_mean, metric_mean;
   const std::size_t n = data.size();
   const std::vector<const tensor*> inputs = inputs_of(data), targets = targets_of(data);
+  std::optional<kernels::thread_governor> governor = inference_governor(batch_count(n, batch_size));
   for (std::size_t first = 0; first < n; first += batch_size) {
     const std::size_t count = std::min(batch_size, n - first);
+    std::optional<kernels::thread_governor::step_scope> timed;
+    if (governor) timed.emplace(*governor);
     const var_list t = slice_rows_of(targets, first, count);
     const var_list out = target(slice_rows_of(inputs, first, count), "xq::evaluate");
     var l = target.loss_value_of(out, t, "xq::evaluate");
@@ -140,8 +157,11 @@ XQ_DECL std::vector<tensor> run_predict(const forward_target& target, const std:
   const std::size_t n = inputs[0]->shape()[0];
   std::vector<tensor> result;
   std::vector<std::size_t> row;  // elements per sample of each output
+  std::optional<kernels::thread_governor> governor = inference_governor(batch_count(n, batch_size));
   for (std::size_t first = 0; first < n; first += batch_size) {
     const std::size_t count = std::min(batch_size, n - first);
+    std::optional<kernels::thread_governor::step_scope> timed;
+    if (governor) timed.emplace(*governor);
     const var_list out = target(slice_rows_of(inputs, first, count), "xq::predict");
     if (first == 0) {
       for (const var& o : out) {
@@ -287,10 +307,10 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   if (opts.shuffle)
     for (std::size_t epoch = 1; epoch <= opts.initial_epoch; ++epoch) shuffled_order(n, rng);
   non_trainable_snapshot before_step;
-  const bool adaptive = opts.threads == thread_policy::adaptive ||
-                        (opts.threads == thread_policy::automatic && deterministic());
+  // Timed by default (issue 34): on a small model two threads can be slower than one even
+  // on an idle machine; fixed keeps the OpenMP count.
   std::optional<kernels::thread_governor> governor;
-  if (adaptive) governor.emplace();
+  if (opts.threads != thread_policy::fixed) governor.emplace();
   // fixed: the OpenMP count throughout, however busy the machine (kernels/idle_cores.hpp).
   std::optional<idle_core_limit_scope> exact_threads;
   if (opts.threads == thread_policy::fixed) exact_threads.emplace(false);
