@@ -50,7 +50,7 @@ bool any_of(const std::vector<int>& v, int value) { return std::find(v.begin(), 
 
 }  // namespace
 
-TEST_CASE("fit, predict and evaluate time their steps by default, one thread first; fixed keeps the OpenMP count",
+TEST_CASE("fit, predict and evaluate time their steps by default, one thread first, and fixed keeps the OpenMP count",
           "[train][fit][threads]") {
 #if defined(_OPENMP)
   const int saved = omp_get_max_threads();
