@@ -3,6 +3,8 @@
 // so that two threads are never slower than one on a model too small to gain from them;
 // thread_policy::fixed keeps the OpenMP count throughout. Before, fit timed its steps only
 // in deterministic mode, and predict and evaluate never: every step saw the OpenMP count.
+// With the idle-core limit off (or fit's fixed, which turns it off for the run) predict and
+// evaluate keep the OpenMP count too.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -55,7 +57,9 @@ TEST_CASE("fit, predict and evaluate time their steps by default, one thread fir
 #if defined(_OPENMP)
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
-  const xq::idle_core_limit_scope no_limit(false);  // the count the steps get, not what the machine allows
+  // The default (the unit tests run with XQ_IDLE_CORE_LIMIT=0). The steps record the
+  // OpenMP count the governor sets, which the limit does not change.
+  const xq::idle_core_limit_scope as_by_default(true);
   const xq::dataset data = rows(64);               // 32 batches of 2
   xq::set_seed(4);
   counting_net model;
@@ -78,12 +82,18 @@ TEST_CASE("fit, predict and evaluate time their steps by default, one thread fir
     xq::predict(model, data.inputs, 8);  // 8 batches: too few to pay for probes, not timed
     CHECK_FALSE(any_of(model.threads, 1));
   }
-  SECTION("thread_policy::fixed") {
+  SECTION("thread_policy::fixed, and the idle-core limit off") {
     o.threads = xq::thread_policy::fixed;
+    o.validation = &data;  // its 32 batches are not timed either
     model.threads.clear();
     xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, o);
     CHECK_FALSE(any_of(model.threads, 1));
     CHECK(any_of(model.threads, 2));
+    const xq::idle_core_limit_scope off(false);
+    model.threads.clear();
+    xq::predict(model, data.inputs, 2);
+    xq::evaluate(model, xq::sparse_softmax_cross_entropy, data, 2);
+    CHECK_FALSE(any_of(model.threads, 1));
   }
   CHECK(omp_get_max_threads() == 2);  // every step scope restored the count
   omp_set_num_threads(saved);

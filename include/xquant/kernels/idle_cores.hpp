@@ -35,7 +35,9 @@
 ///   { xq::idle_core_limit_scope off(false);  // or the calling thread, for a scope
 ///     ... }
 /// \endcode
-/// (`fit_options::threads = xq::thread_policy::fixed` does the latter for the run.)
+/// (`fit_options::threads = xq::thread_policy::fixed` does the latter for the run.) With
+/// the limit off, `predict` and `evaluate` also keep the OpenMP count instead of timing
+/// their batches (train/fit.hpp).
 
 #include <atomic>
 #include <cstdlib>

@@ -103,10 +103,12 @@ decltype(auto) checked_calls(const training_target& target, Pass&& pass) {
 /// batches, when it has enough of them to pay for its probes (a warm-up and probe_steps at
 /// each count, twice over): on a small model two threads can be slower than one on an idle
 /// machine too (issue 34); the loop then keeps the faster count. Each call has its own, so
-/// concurrent calls share nothing.
+/// concurrent calls share nothing. None where the idle-core limit is off for the calling
+/// thread (set_idle_core_limit(false), XQ_IDLE_CORE_LIMIT=0, fit's thread_policy::fixed):
+/// the OpenMP count throughout, as asked.
 inline std::optional<kernels::thread_governor> inference_governor(std::size_t batches) {
   std::optional<kernels::thread_governor> g;
-  if (kernels::openmp_threads() <= 1) return g;
+  if (kernels::openmp_threads() <= 1 || !idle_core_limit()) return g;
   g.emplace();
   const kernels::thread_governor_options o;
   if (batches < 2 * (1 + o.probe_steps * g->candidates().size())) g.reset();
