@@ -6,9 +6,10 @@
 # umbrella header, the README example and the QAT example must stay within their budgets
 # (5 paired compiles each, the median ratio; tools/README.md has the figures; issue 12);
 # a subset of the tests under ASan + UBSan (`sanitizers`, label `sanitize`) and the
-# libFuzzer runs over every file loader (label `fuzz`; tests/fuzz) too (issue 14), and
-# clang++ -fsyntax-only over every header, test and example (`clang_syntax`, label `clang`;
-# issue 34).
+# libFuzzer runs over every file loader (label `fuzz`; tests/fuzz) too (issue 14), the
+# concurrency tests under ThreadSanitizer (`thread_sanitizer`, label `sanitize`; issue 34),
+# and clang++ -fsyntax-only over every header, test and example (`clang_syntax`, label
+# `clang`; issue 34).
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh -L packaging    # extra arguments go to ctest
@@ -53,7 +54,7 @@ start=$SECONDS
 cmake -S . -B "$build" "${generator[@]}" "${launcher[@]}" \
   -DCMAKE_BUILD_TYPE=Release \
   -DXQ_BUILD_TESTS=ON -DXQ_BUILD_BENCHMARKS=ON -DXQ_BUILD_EXAMPLES=ON -DXQ_COMPILE_BUDGET=ON "-DXQ_COMPILE_BUDGET_ARGS=--repeat;5" \
-  -DXQ_SANITIZE_TESTS=ON \
+  -DXQ_SANITIZE_TESTS=ON -DXQ_TSAN_TESTS=ON \
   -DXQ_WITH_CUDA="$cuda" \
   "${extra_cmake_args[@]}"
 

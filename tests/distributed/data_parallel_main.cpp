@@ -28,6 +28,16 @@
 //   data_parallel_tests failing_rank
 //       rank 1 throws while rank 0 waits in an allreduce: the job must end non-zero (CTest
 //       WILL_FAIL), never hang (CTest TIMEOUT).
+//   data_parallel_tests mismatch (extra_layer | other_shape | steps | epochs | returns_early | seed |
+//                                 dataset_size | batch_size | validation | early_stop |
+//                                 calibration_samples)
+//       xq::fit on ranks that disagree (rank 1 has one more layer, a kernel of another
+//       shape, another max_steps_per_epoch, epoch count, an initial_epoch at which it would
+//       return at once, another seed, dataset size, batch size, no validation data): every
+//       rank must throw an xq::argument_error naming what differs and each rank's value,
+//       never hang (CTest TIMEOUT) nor end in MPI_ERR_TRUNCATE. early_stop: rank 0's
+//       epoch callback stops training after one epoch, rank 1's never: both stop there.
+//       calibration_samples: xq::dist::calibrate with 300 samples on rank 0, 280 on rank 1.
 //
 // Rank 0 prints the figures (max |difference| of gradients, parameters, ranges; the
 // allreduce's time per step).
@@ -594,6 +604,86 @@ int failing_rank(const xq::dist::communicator& world) {
   return 0;
 }
 
+/// xq::fit on ranks that disagree in `kind` (see the file comment).
+int mismatch(const xq::dist::communicator& world, const std::string& kind) {
+  const bool other = world.rank() == 1;
+  if (kind == "calibration_samples") {
+    const xq::dataset data = deploy_test::quadrant_data(other ? 280 : 300, 29);
+    auto model = qat_of(make_norm_net, xq::range_tracking::last_value, true);
+    try {
+      xq::dist::calibrate(model, data.inputs, world);
+      return fail(world, "calibration on other samples per rank went ahead");
+    } catch (const xq::argument_error& e) {
+      const std::string what = e.what();
+      if (world.rank() == 0) std::printf("mismatch %s: every rank threw: %s\n", kind.c_str(), what.c_str());
+      if (what.find("calibration samples: rank 0 300, rank 1 280") == std::string::npos)
+        return fail(world, "calibration: the error does not name each rank's sample count: " + what);
+      return 0;
+    }
+  }
+  const xq::dataset train = deploy_test::quadrant_data(kind == "dataset_size" && other ? 72 : 64, 31);
+  const xq::dataset validation = deploy_test::quadrant_data(16, 37);
+  xq::dist::data_parallel ranks(world);
+  xq::fit_options o;
+  o.epochs = kind == "epochs" && other ? 3 : 2;
+  o.initial_epoch = kind == "returns_early" && other ? 2 : 0;
+  o.batch_size = kind == "batch_size" && other ? 4 : 8;
+  o.seed = kind == "seed" && other ? 8 : 7;
+  o.max_steps_per_epoch = kind == "steps" && other ? 2 : 0;
+  o.validation = kind == "validation" && other ? nullptr : &validation;
+  o.verbose = false;
+  o.distributed = &ranks;
+  if (kind == "early_stop") {
+    o.epochs = 3;
+    o.on_epoch_end = [&](const xq::epoch_record&) { return world.rank() != 0; };  // rank 0 stops after epoch 1
+  }
+  const auto train_on = [&](auto& model) {
+    xq::adam opt(xq::trainable_parameters(model), {1e-3f});
+    return xq::fit(model, opt, xq::sparse_softmax_cross_entropy, train, o);
+  };
+  // What the error must name (besides "rank 0" and "rank 1").
+  const std::string expected = kind == "extra_layer"     ? "the model: rank 0 6 parameters"
+                               : kind == "other_shape"   ? "parameter 3 in model order: rank 0 'conv2d_1/kernel' (3, 3, 6, 8)"
+                               : kind == "steps"         ? "steps per epoch: rank 0 4, rank 1 2"
+                               : kind == "epochs"        ? "epochs: rank 0 2, rank 1 3"
+                               : kind == "returns_early" ? "initial_epoch: rank 0 0, rank 1 2"
+                               : kind == "seed"          ? "seed: rank 0 7, rank 1 8"
+                               : kind == "dataset_size"  ? "training samples: rank 0 64, rank 1 72"
+                               : kind == "batch_size"    ? "batch_size: rank 0 8, rank 1 4"
+                               : kind == "validation"    ? "validation samples: rank 0 16, rank 1 0"
+                                                         : "";
+  try {
+    xq::fit_history h;
+    if (kind == "extra_layer" && other) {
+      xq::set_seed(5);
+      auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::relu(), xq::max_pool2d(2),
+                                  xq::conv2d(8, 3), xq::relu(), xq::flatten(), xq::dense(8), xq::dense(4));
+      xq::build(model, {1, 12, 12, 1});
+      h = train_on(model);
+    } else if (kind == "other_shape" && other) {
+      xq::set_seed(5);
+      auto model = xq::sequential(xq::conv2d(6, 3).padding(xq::padding::same), xq::relu(), xq::max_pool2d(2),
+                                  xq::conv2d(10, 3), xq::relu(), xq::flatten(), xq::dense(4));
+      xq::build(model, {1, 12, 12, 1});
+      h = train_on(model);
+    } else {
+      auto model = built(make_net);
+      h = train_on(model);
+    }
+    if (kind != "early_stop") return fail(world, kind + ": the ranks disagreed and fit trained anyway");
+    if (world.rank() == 0) std::printf("early_stop: rank 0 stopped after epoch 1; every rank ran %zu epoch(s)\n", h.size());
+    if (h.size() != 1 || !h.stopped_early) return fail(world, "early_stop: ran " + std::to_string(h.size()) + " epochs");
+    return 0;
+  } catch (const xq::argument_error& e) {
+    const std::string what = e.what();
+    if (world.rank() == 0) std::printf("mismatch %s: every rank threw: %s\n", kind.c_str(), what.c_str());
+    if (kind == "early_stop") return fail(world, "early_stop: " + what);
+    if (what.find(expected) == std::string::npos || what.find("rank 1 ") == std::string::npos)
+      return fail(world, kind + ": the error does not name '" + expected + "' and each rank's value: " + what);
+    return 0;
+  }
+}
+
 /// Every rank's verdict: one failing rank fails the job.
 int agreed(const xq::dist::communicator& world, int rc) {
   float worst = float(rc);
@@ -620,10 +710,13 @@ int run(int argc, char** argv) {
   if (mode == "overlap") return agreed(world, overlap(world));
   if (mode == "fit_checkpoint") return agreed(world, fit_checkpoint(world));
   if (mode == "calibration") return agreed(world, calibration(world));
+  if (mode == "mismatch" && argc == 3) return agreed(world, mismatch(world, argv[2]));
   std::fprintf(stderr,
                "usage: data_parallel_tests equivalence (last_value|moving_average) (allreduce|rank0_broadcast|local)\n"
                "       data_parallel_tests batch_norm (synchronized|local)\n"
-               "       data_parallel_tests overlap | fit_checkpoint | calibration | failing_rank\n");
+               "       data_parallel_tests overlap | fit_checkpoint | calibration | failing_rank\n"
+               "       data_parallel_tests mismatch (extra_layer|other_shape|steps|epochs|returns_early|seed|dataset_size|"
+               "batch_size|validation|early_stop|calibration_samples)\n");
   return 2;
 }
 

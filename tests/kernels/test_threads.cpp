@@ -36,9 +36,11 @@ namespace {
 
 const int thread_counts[] = {1, 2, 3};
 
-/// Runs `f` with the calling thread's OpenMP thread count set to `threads`.
+/// Runs `f` with the calling thread's OpenMP thread count set to `threads` (all of them,
+/// however busy the machine: the idle-core limit off, kernels/idle_cores.hpp).
 template <class F>
 auto on_threads(int threads, F&& f) {
+  const xq::idle_core_limit_scope exactly(false);
 #if defined(_OPENMP)
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);

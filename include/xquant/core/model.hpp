@@ -33,6 +33,19 @@ inline std::string join_path(const std::string& prefix, const std::string& name)
 /// set_paths (below) of the layer `model`.
 XQ_DECL void set_paths(layer_ref model, const std::string& prefix);
 
+/// Whether every layer of `model` that reports its path has the one `set_paths(model,
+/// prefix)` would give it (a layer with `set_path` but no `path()` cannot tell: counted as
+/// named). Reads only.
+XQ_DECL bool paths_are_set(layer_ref model, const std::string& prefix);
+
+/// `set_paths(model, prefix)` when `paths_are_set` is false, nothing otherwise; the check
+/// and the renaming under one process-wide mutex. What the inference entry points
+/// (`predict`, `evaluate`) call: several threads may run them on one model at once, and
+/// once the paths are right none of them writes to the model (issue 34: a `set_paths` on
+/// every call raced on the layers' path strings). Parameter names are left as they are
+/// (checkpoints, summaries and `fit` name them with `set_paths`).
+XQ_DECL void set_stale_paths(layer_ref model, const std::string& prefix);
+
 /// parameters (below) of the layer `model`.
 XQ_DECL std::vector<parameter_ptr> parameters(layer_ref model);
 

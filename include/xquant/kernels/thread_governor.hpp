@@ -40,7 +40,7 @@
 namespace xq::kernels {
 
 struct thread_governor_options {
-  int max_threads = 0;              ///< the largest count tried; 0: max_threads() when the governor is made
+  int max_threads = 0;              ///< the largest count tried; 0: openmp_threads() when the governor is made
   std::size_t probe_steps = 4;      ///< steps timed at each count (their mean is compared)
   /// Steps at the chosen count before the next probe; doubled (up to `max_reprobe_every`)
   /// each time a probe keeps the same count, back to this when it changes: a probe runs
@@ -62,7 +62,9 @@ class thread_governor {
   explicit thread_governor(thread_governor_options options = {}) : options_(options) {
     // The maximum halved down to one, tried from one up: one thread first gives the
     // others a baseline to be abandoned against (a busy core slows every count but one).
-    int top = options_.max_threads > 0 ? options_.max_threads : max_threads();
+    // The count asked for, not what the idle cores allow now (max_threads()): the machine's
+    // load may change, and each step's regions are limited to the idle cores anyway.
+    int top = options_.max_threads > 0 ? options_.max_threads : openmp_threads();
     for (int t = top; t >= 1; t = t == 1 ? 0 : std::max(1, t / 2)) candidates_.push_back(t);
     std::reverse(candidates_.begin(), candidates_.end());
     if (options_.probe_steps == 0) options_.probe_steps = 1;

@@ -8,7 +8,9 @@
 ///    which OpenBLAS threads itself. Both use one OpenMP pool when OpenBLAS is its OpenMP
 ///    build (what CMakeLists.txt links when OpenMP is on).
 ///  - **How many**: `omp_get_max_threads()` of the calling thread (OMP_NUM_THREADS,
-///    `omp_set_num_threads`); one inside an active parallel region of the caller's.
+///    `omp_set_num_threads`), at most the cores other processes leave idle (idle_cores.hpp:
+///    on a machine where another process keeps a core busy, every region would wait for
+///    the thread that shares it); one inside an active parallel region of the caller's.
 ///  - **When**: only for work at or above a measured threshold (config.hpp:
 ///    XQ_PARALLEL_THRESHOLD, XQ_PARALLEL_ITEMS_THRESHOLD, XQ_GEMM_PARALLEL_THRESHOLD).
 ///    Below it a region costs more than it saves, and on a machine whose other cores are
@@ -29,6 +31,7 @@
 #include <cblas.h>
 
 #include "../config.hpp"
+#include "idle_cores.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -93,15 +96,57 @@ class deterministic_mode {
 
 namespace xq::kernels {
 
-/// Number of threads a large kernel will use: the calling thread's OpenMP thread count,
-/// or 1 inside an active parallel region (xquant does not nest regions).
-inline int max_threads() {
+/// The calling thread's OpenMP thread count (OMP_NUM_THREADS, `omp_set_num_threads`), or 1
+/// inside an active parallel region: what it asks for, before the idle-core limit.
+inline int openmp_threads() {
 #if defined(_OPENMP)
   return omp_in_parallel() ? 1 : omp_get_max_threads();
 #else
   return 1;
 #endif
 }
+
+/// Number of threads a large kernel will use: the calling thread's OpenMP thread count,
+/// limited to the idle cores (idle_cores.hpp), or 1 inside an active parallel region
+/// (xquant does not nest regions).
+inline int max_threads() {
+#if defined(_OPENMP)
+  if (omp_in_parallel()) return 1;
+  const int wanted = omp_get_max_threads();
+  return wanted > 1 ? idle_core_threads(wanted) : wanted;
+#else
+  return 1;
+#endif
+}
+
+/// Sets the calling thread's OpenMP thread count to `threads` for its scope (nothing inside
+/// an active parallel region), and restores it: for the libraries that read the count
+/// themselves at each call (OpenBLAS's OpenMP build, oneDNN), so that they use what
+/// `max_threads()` allows.
+class openmp_threads_scope {
+ public:
+  explicit openmp_threads_scope(int threads) {
+#if defined(_OPENMP)
+    if (threads >= 1 && !omp_in_parallel()) {
+      saved_ = omp_get_max_threads();
+      if (saved_ != threads) omp_set_num_threads(threads);
+      else saved_ = 0;
+    }
+#else
+    (void)threads;
+#endif
+  }
+  ~openmp_threads_scope() {
+#if defined(_OPENMP)
+    if (saved_ > 0) omp_set_num_threads(saved_);
+#endif
+  }
+  openmp_threads_scope(const openmp_threads_scope&) = delete;
+  openmp_threads_scope& operator=(const openmp_threads_scope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
 
 /// How many parallel regions xquant has opened, counting each GEMM it let the BLAS run on
 /// more than one thread. A test hook: small work must leave it unchanged.

@@ -5,7 +5,11 @@
 /// MPI; include/xquant/distributed/'s `xq::dist::data_parallel` implements it over MPI.
 ///
 /// With one given, `fit` on each rank:
-///  - calls `begin_training` first (every rank starts from the first rank's parameters);
+///  - checks that every rank has the same model (parameters: names, shapes), data (sizes,
+///    sample shapes) and options (batch size, steps, epochs, seed, shuffle), and throws the
+///    same error on every rank, naming each rank's value, when they differ
+///    (train/rank_agreement.hpp);
+///  - calls `begin_training` (every rank starts from the first rank's parameters);
 ///  - draws the same seeded order every rank draws, cuts it into global batches of
 ///    `batch_size` × ranks rows, and trains on its shard of each (xq::dist::shard's split;
 ///    a last batch with fewer rows than ranks is dropped). Each shard's loss is weighted by
@@ -18,6 +22,7 @@
 ///    finite;
 ///  - evaluates the validation data in shards, the sums combined the same way;
 ///  - averages the quantizer metrics (flip ratio, gradient flow) over the ranks;
+///  - stops every rank after an epoch when any rank's `on_epoch_end` asks to stop;
 ///  - prints progress on the first rank only.
 /// So N ranks of batch B compute what one process of batch N·B computes.
 

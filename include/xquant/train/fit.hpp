@@ -123,16 +123,23 @@ class epoch_callback {
   std::function<bool(const epoch_record&)> fn_;
 };
 
-/// How `fit` picks the thread count of each training step.
+/// How `fit` picks the thread count of each training step. Every policy but `fixed` keeps
+/// each parallel region to the cores other processes leave idle (kernels/idle_cores.hpp,
+/// on by default for every entry point) and times the steps (kernels/thread_governor.hpp),
+/// keeping the faster count: two threads are never slower than one, on a machine where
+/// another process keeps a core busy, or on a model too small to gain from a second thread.
+/// `predict` and `evaluate` time their batches the same way when they have enough of them.
 enum class thread_policy {
-  /// `adaptive` in deterministic mode (where the count changes no result), else `fixed`.
+  /// `adaptive` (issue 34; before it, only in deterministic mode).
   automatic,
-  /// The calling thread's OpenMP count (OMP_NUM_THREADS, omp_set_num_threads) throughout:
-  /// two runs of the same program give the same bits.
+  /// The calling thread's OpenMP count (OMP_NUM_THREADS, omp_set_num_threads) throughout,
+  /// the idle-core limit off for the run: two runs of the same program give the same bits
+  /// however busy the machine (and run as slowly as its busiest core makes them).
   fixed,
-  /// Timed (kernels/thread_governor.hpp): the fastest count, measured again as the
-  /// machine's load changes, so that a busy core does not stall every parallel region.
-  /// Outside deterministic mode the bits then depend on the counts the timing chose.
+  /// Timed: the fastest count, measured again as the machine's load changes, within the
+  /// idle-core limit. Outside deterministic mode the bits then depend on the counts the
+  /// timing chose (the last bits of OpenBLAS's large GEMMs and oneDNN's large kernel
+  /// gradients).
   adaptive,
 };
 
@@ -158,7 +165,7 @@ struct fit_options {
   std::size_t max_steps_per_epoch = 0;  ///< 0: every batch
   epoch_callback on_epoch_end;
   progress_options progress;  ///< where and how progress is shown
-  thread_policy threads = thread_policy::automatic;  ///< how each step's thread count is chosen
+  thread_policy threads = thread_policy::automatic;  ///< how each step's thread count is chosen (fixed: same bits)
   /// Data-parallel training (train/distributed_training.hpp; xq::dist::data_parallel over
   /// MPI): `batch_size` is then each rank's share, and every rank trains on its shard of
   /// global batches of batch_size × ranks rows. Not owned; null: this process alone.

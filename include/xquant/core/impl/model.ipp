@@ -3,6 +3,7 @@
 /// The model walks of core/model.hpp over layer_ref: compiled by every translation unit in
 /// header-only mode, once in <xquant/src.hpp> in separate mode.
 
+#include <mutex>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -21,6 +22,31 @@ XQ_DECL void set_paths(layer_ref model, const std::string& prefix) {
   if (!o.children) return;
   const std::string base = prefix.empty() && o.has_parameters && o.path ? o.path(model.object) : prefix;
   for_each_child_ref(model, [&](layer_ref child, const std::string& name) { set_paths(child, join_path(base, name)); });
+}
+
+XQ_DECL bool paths_are_set(layer_ref model, const std::string& prefix) {
+  const layer_ops& o = *model.ops;
+  // The path set_paths gives this layer (its rule, above), when it gives one.
+  std::string own = prefix;
+  if (o.set_path && (!prefix.empty() || !o.children || o.has_parameters)) {
+    if (prefix.empty() && o.name) own = o.name(model.object);
+    if (o.path && o.path(model.object) != own) return false;
+  }
+  if (!o.children) return true;
+  const std::string base = prefix.empty() && o.has_parameters && o.path ? o.path(model.object) : prefix;
+  bool named = true;
+  for_each_child_ref(model, [&](layer_ref child, const std::string& name) {
+    if (named) named = paths_are_set(child, join_path(base, name));
+  });
+  return named;
+}
+
+XQ_DECL void set_stale_paths(layer_ref model, const std::string& prefix) {
+  // One mutex for every model: renaming is rare (a model's first inference call, or after
+  // it was renamed), and checking a model's paths takes microseconds.
+  static std::mutex m;
+  const std::lock_guard<std::mutex> lock(m);
+  if (!paths_are_set(model, prefix)) set_paths(model, prefix);
 }
 
 XQ_DECL std::vector<parameter_ptr> parameters(layer_ref model) {

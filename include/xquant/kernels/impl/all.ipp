@@ -3,6 +3,7 @@
 /// The kernels room's compiled code, for <xquant/src.hpp>: every .ipp of kernels/impl/.
 
 #include "gemm.ipp"
+#include "idle_cores.ipp"
 #include "im2col.ipp"
 #include "padding.ipp"
 #include "../conv_backend.hpp"

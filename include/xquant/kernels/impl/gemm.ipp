@@ -54,7 +54,10 @@ XQ_DECL void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t
   } else if (deterministic()) {
     xq::detail::gemm_in_blocks(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
-    if (max_threads() > 1 || blas_has_thread_pool()) xq::detail::count_parallel_region();
+    // OpenBLAS's OpenMP build reads the caller's OpenMP count: at most the idle cores.
+    const int threads = max_threads();
+    const openmp_threads_scope allowed(threads);
+    if (threads > 1 || blas_has_thread_pool()) xq::detail::count_parallel_region();
     xq::detail::cblas_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 }

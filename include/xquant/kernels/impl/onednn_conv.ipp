@@ -89,10 +89,20 @@ inline memory_ptr make_memory(const dnnl_memory_desc_t& md, void* data) {
 /// caller's count is later: a primitive made on two threads ran on two after
 /// omp_set_num_threads(1) (kernels/thread_governor.hpp found it).
 using conv_key = std::array<std::size_t, 17>;
-inline conv_key key_of(const window2d& g, std::size_t f, bool bias) {
+inline conv_key key_of(const window2d& g, std::size_t f, bool bias, int threads) {
   return {g.batch,    g.in_h,  g.in_w,     g.channels, g.k_h,    g.k_w,
           g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.out_h, g.out_w,
-          g.pad_top,  g.pad_left, f,          std::size_t(bias), std::size_t(max_threads())};
+          g.pad_top,  g.pad_left, f,          std::size_t(bias), std::size_t(threads)};
+}
+
+/// The threads a convolution gets: one below XQ_GEMM_PARALLEL_THRESHOLD multiply-adds (the
+/// GEMM it computes: out pixels x filters x patch), as a GEMM; else max_threads(), at most
+/// the idle cores (kernels/idle_cores.hpp). oneDNN threads every primitive it runs, and on
+/// a small net (8 and 16 filters on 28x28 images, batch 64) two threads made predict 1.4x
+/// and fit 1.2x slower than one on a quiet machine (issue 34).
+inline int conv_threads(const window2d& g, std::size_t f) {
+  const double macs = double(g.out_pixels()) * double(f) * double(g.patch_size());
+  return macs >= double(XQ_GEMM_PARALLEL_THRESHOLD) ? max_threads() : 1;
 }
 
 /// A kernel buffer in a primitive's layout, and the reorder that fills it from HWIO (or,
@@ -195,12 +205,14 @@ inline void make_backward_weights(conv_primitives& p) {
       *dnnl_primitive_desc_query_md(p.backward_weights_pd.get(), dnnl_query_diff_weights_md, 0), p.hwio, true);
 }
 
-/// The primitives for a geometry, made on first use and kept for the process.
-inline conv_primitives& primitives(const window2d& g, std::size_t f, bool bias) {
+/// The primitives for a geometry and thread count, made on first use and kept for the
+/// process. The caller has set its OpenMP count to `threads` (openmp_threads_scope): oneDNN
+/// splits the work for the count current when it makes them.
+inline conv_primitives& primitives(const window2d& g, std::size_t f, bool bias, int threads) {
   static std::mutex mutex;
   static std::map<conv_key, std::unique_ptr<conv_primitives>> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = cache[key_of(g, f, bias)];
+  auto& slot = cache[key_of(g, f, bias, threads)];
   if (!slot) slot = make_primitives(g, f, bias);
   return *slot;
 }
@@ -227,7 +239,9 @@ class runner {
 XQ_DECL void conv2d_forward(const window2d& g, std::size_t f, const float* x, const float* w, const float* bias,
                             float* y) {
   using namespace detail;
-  auto& p = primitives(g, f, bias != nullptr);
+  const int threads = conv_threads(g, f);
+  const openmp_threads_scope allowed(threads);
+  auto& p = primitives(g, f, bias != nullptr, threads);
   const std::lock_guard<std::mutex> lock(p.running);
   const memory_ptr xm = make_memory(p.src, const_cast<float*>(x)), wm = make_memory(p.hwio, const_cast<float*>(w));
   const memory_ptr ym = make_memory(p.dst, y);
@@ -245,7 +259,9 @@ XQ_DECL void conv2d_forward(const window2d& g, std::size_t f, const float* x, co
 XQ_DECL void conv2d_backward_data(const window2d& g, std::size_t f, const float* dy, const float* w, float* dx) {
   using namespace detail;
   // The bias plays no part in the input gradient: the bias-free primitives serve both.
-  auto& p = primitives(g, f, false);
+  const int threads = conv_threads(g, f);
+  const openmp_threads_scope allowed(threads);
+  auto& p = primitives(g, f, false, threads);
   const std::lock_guard<std::mutex> lock(p.running);
   if (!p.backward_data) make_backward_data(p);
   const memory_ptr dym = make_memory(p.dst, const_cast<float*>(dy)), wm = make_memory(p.hwio, const_cast<float*>(w));
@@ -260,7 +276,9 @@ XQ_DECL void conv2d_backward_data(const window2d& g, std::size_t f, const float*
 XQ_DECL void conv2d_backward_weights(const window2d& g, std::size_t f, const float* x, const float* dy, float* dw,
                                      float* db) {
   using namespace detail;
-  auto& p = primitives(g, f, db != nullptr);
+  const int threads = conv_threads(g, f);
+  const openmp_threads_scope allowed(threads);
+  auto& p = primitives(g, f, db != nullptr, threads);
   const std::lock_guard<std::mutex> lock(p.running);
   if (!p.backward_weights) make_backward_weights(p);
   const memory_ptr xm = make_memory(p.src, const_cast<float*>(x)), dym = make_memory(p.dst, const_cast<float*>(dy));
@@ -278,7 +296,9 @@ XQ_DECL void conv2d_backward_weights(const window2d& g, std::size_t f, const flo
 
 XQ_DECL const char* forward_implementation(const window2d& g, std::size_t f, bool bias) {
   const char* name = nullptr;
-  detail::check(dnnl_primitive_desc_query(detail::primitives(g, f, bias).forward_pd.get(), dnnl_query_impl_info_str,
+  const int threads = detail::conv_threads(g, f);
+  const openmp_threads_scope allowed(threads);
+  detail::check(dnnl_primitive_desc_query(detail::primitives(g, f, bias, threads).forward_pd.get(), dnnl_query_impl_info_str,
                                           0, &name),
                 "asking for the implementation's name");
   return name;

@@ -131,7 +131,9 @@ XQ_DECL void fake_quantizer::observe(const tensor& x) {
 }
 
 XQ_DECL var fake_quantizer::quantize(const var& x) {
-  built_ = true;
+  // Written only when it changes: an inference call writes nothing to the quantizer, so
+  // several threads may run one model at once (issue 34).
+  if (!built_) built_ = true;
   const tensor& xv = x.value();
   // Calibration (quantizers/calibrate.hpp): the quantizer observes its float input and
   // passes it on, so that every quantizer sees what the float model computes.

@@ -11,5 +11,6 @@
 #include "metrics.ipp"
 #include "parameter_list.ipp"
 #include "progress.ipp"
+#include "rank_agreement.ipp"
 #include "schedule.ipp"
 #include "sgd.ipp"

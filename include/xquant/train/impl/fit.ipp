@@ -16,6 +16,7 @@
 
 #include "../../layers/add.hpp"
 #include "../fit.hpp"
+#include "../rank_agreement.hpp"
 
 namespace xq {
 
@@ -100,18 +101,37 @@ decltype(auto) checked_calls(const training_target& target, Pass&& pass) {
   return with_reachability_check(reachable, std::forward<Pass>(pass));
 }
 
+/// A thread governor (kernels/thread_governor.hpp) for an inference loop of `batches`
+/// batches, when it has enough of them to pay for its probes (a warm-up and probe_steps at
+/// each count, twice over): on a small model two threads can be slower than one on an idle
+/// machine too (issue 34); the loop then keeps the faster count. Each call has its own, so
+/// concurrent calls share nothing. None where the idle-core limit is off for the calling
+/// thread (set_idle_core_limit(false), XQ_IDLE_CORE_LIMIT=0, fit's thread_policy::fixed):
+/// the OpenMP count throughout, as asked.
+inline std::optional<kernels::thread_governor> inference_governor(std::size_t batches) {
+  std::optional<kernels::thread_governor> g;
+  if (kernels::openmp_threads() <= 1 || !idle_core_limit()) return g;
+  g.emplace();
+  const kernels::thread_governor_options o;
+  if (batches < 2 * (1 + o.probe_steps * g->candidates().size())) g.reset();
+  return g;
+}
+
 XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& data, std::size_t batch_size,
                                 const metric_function& metric) {
   data.validate("xq::evaluate");
   if (batch_size == 0) throw argument_error("xq::evaluate", "batch_size >= 1", "0");
-  set_paths(target.model, "");
+  set_stale_paths(target.model, "");  // writes nothing once named: concurrent calls are safe
   no_grad off;
   training_mode inference(false);
   running_mean loss_mean, metric_mean;
   const std::size_t n = data.size();
   const std::vector<const tensor*> inputs = inputs_of(data), targets = targets_of(data);
+  std::optional<kernels::thread_governor> governor = inference_governor(batch_count(n, batch_size));
   for (std::size_t first = 0; first < n; first += batch_size) {
     const std::size_t count = std::min(batch_size, n - first);
+    std::optional<kernels::thread_governor::step_scope> timed;
+    if (governor) timed.emplace(*governor);
     const var_list t = slice_rows_of(targets, first, count);
     const var_list out = target(slice_rows_of(inputs, first, count), "xq::evaluate");
     var l = target.loss_value_of(out, t, "xq::evaluate");
@@ -135,14 +155,17 @@ XQ_DECL std::vector<tensor> run_predict(const forward_target& target, const std:
                                : concat("input ", k, " of shape (", inputs[0]->shape()[0], ", ...)"),
                         shape_string(inputs[k]->shape()));
   if (batch_size == 0) throw argument_error("xq::predict", "batch_size >= 1", "0");
-  set_paths(target.model, "");
+  set_stale_paths(target.model, "");  // writes nothing once named: concurrent calls are safe
   no_grad off;
   training_mode inference(false);
   const std::size_t n = inputs[0]->shape()[0];
   std::vector<tensor> result;
   std::vector<std::size_t> row;  // elements per sample of each output
+  std::optional<kernels::thread_governor> governor = inference_governor(batch_count(n, batch_size));
   for (std::size_t first = 0; first < n; first += batch_size) {
     const std::size_t count = std::min(batch_size, n - first);
+    std::optional<kernels::thread_governor::step_scope> timed;
+    if (governor) timed.emplace(*governor);
     const var_list out = target(slice_rows_of(inputs, first, count), "xq::predict");
     if (first == 0) {
       for (const var& o : out) {
@@ -291,14 +314,20 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   if (opts.shuffle)
     for (std::size_t epoch = 1; epoch <= opts.initial_epoch; ++epoch) shuffled_order(n, rng);
   non_trainable_snapshot before_step;
-  const bool adaptive = opts.threads == thread_policy::adaptive ||
-                        (opts.threads == thread_policy::automatic && deterministic());
+  // Timed by default (issue 34): on a small model two threads can be slower than one even
+  // on an idle machine; fixed keeps the OpenMP count.
   std::optional<kernels::thread_governor> governor;
-  if (adaptive) governor.emplace();
+  if (opts.threads != thread_policy::fixed) governor.emplace();
+  // fixed: the OpenMP count throughout, however busy the machine (kernels/idle_cores.hpp).
+  std::optional<idle_core_limit_scope> exact_threads;
+  if (opts.threads == thread_policy::fixed) exact_threads.emplace(false);
   // Under data parallelism each rank validates its shard of the validation data.
   std::optional<dataset> validation_shard;
   if (dist && opts.validation) validation_shard = shard_of(*opts.validation, *dist);
   const dataset* validation = validation_shard ? &*validation_shard : opts.validation;
+  // Every rank the same model, data and options, or every rank throws: ranks that differ
+  // would wait for each other forever or train on garbage (issue 34).
+  if (dist) check_ranks_agree(*dist, target.model, fit_rank_values(train, opts, steps), "xq::fit (data parallel)");
   if (dist) dist->begin_training(target.model);
   opt.zero_grad(opt.object);
   for (std::size_t epoch = opts.initial_epoch + 1; epoch <= opts.epochs; ++epoch) {
@@ -399,7 +428,11 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
                       "; that step was not applied (model and optimizer as before it)"));
       break;
     }
-    if (!opts.on_epoch_end(history.epochs.back())) {
+    // One rank's callback stopping stops every rank: a rank that returned would leave the
+    // others waiting in their next step's collectives.
+    double stop = opts.on_epoch_end(history.epochs.back()) ? 0.0 : 1.0;
+    if (dist) dist->sum(&stop, 1);
+    if (stop > 0.0) {
       history.stopped_early = true;
       break;
     }
