@@ -101,7 +101,7 @@ TEST_CASE("idle-core limit: off, a region gets the OpenMP count however busy the
           "[kernels][threads][idle_cores]") {
 #if defined(__linux__) && defined(_OPENMP)
   on_two_threads([] {
-    const busy_processes busy(int(std::thread::hardware_concurrency()));
+    const busy_processes busy{static_cast<int>(std::thread::hardware_concurrency())};
     {
       const xq::idle_core_limit_scope off(false);
       CHECK_FALSE(xq::idle_core_limit());
