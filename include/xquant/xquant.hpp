@@ -106,6 +106,7 @@
 #include "transform/qdq_cases.hpp"
 #include "transform/quantize.hpp"
 #include "transform/quantize_model.hpp"
+#include "transform/low_bit_schemes.hpp"
 #include "transform/registry.hpp"
 #include "wrappers/quant_conv2d.hpp"
 #include "wrappers/quant_dense.hpp"

@@ -197,6 +197,17 @@ template <class L>
 struct kernel_channel_axis : std::integral_constant<int, -1> {};
 template <class L> inline constexpr int kernel_channel_axis_v = kernel_channel_axis<L>::value;
 
+/// The axis of a layer's kernel that a low-bit format's blocks run along
+/// (quantizers/low_bit_format.hpp): the axis its product sums over, so that a block's integer
+/// sum takes one scale. 0 by default (a dense kernel (in, out)); conv2d: 2, its input
+/// channels (HWIO: blocks never span kernel taps); conv2d_transpose: 3 (KH, KW, F, C sums C);
+/// embedding and tied_projection: 1 (a row's features, which the tied product sums);
+/// depthwise_conv2d: 2, its channels (its product sums one channel's taps: the engine scales
+/// each tap, and blocks keep the format's size).
+template <class L>
+struct kernel_block_axis : std::integral_constant<int, 0> {};
+template <class L> inline constexpr int kernel_block_axis_v = kernel_block_axis<L>::value;
+
 /// Whether a layer's input can be fake-quantized (false for an embedding: its input is
 /// integer ids). A spec that asks for it is ignored for such a layer.
 template <class L>

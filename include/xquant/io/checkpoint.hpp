@@ -163,7 +163,7 @@ model_state_view view_model(Model& model) {
     if constexpr (has_parameters_v<L>)
       for (const auto& p : l.parameters()) list(p);
     if constexpr (std::is_base_of_v<fake_quantizer, L>)
-      if (l.enabled() && !l.built()) {
+      if (l.enabled() && !l.built() && !l.config().format) {  // a format keeps no range
         v.uncalled.push_back(&l);
         list(l.min_parameter());
         list(l.max_parameter());
@@ -195,11 +195,11 @@ model_state_view view_model(Model& model) {
     if constexpr (is_quantizer_v<L>) {
       v.quantizers.push_back(&l);
       if constexpr (std::is_base_of_v<fake_quantizer, L>) {
-        if (l.enabled() && !l.built()) {
+        if (l.enabled() && !l.built() && !l.config().format) {
           use(l.min_parameter().get(), path);
           use(l.max_parameter().get(), path);
         }
-        if (l.config().per_channel && l.enabled() && l.min_parameter()->value.size() == 0) {
+        if (l.config().per_channel && !l.config().format && l.enabled() && l.min_parameter()->value.size() == 0) {
           v.unshaped.insert(l.min_parameter().get());
           v.unshaped.insert(l.max_parameter().get());
         }

@@ -50,6 +50,9 @@ struct checkpoint_quantizer {
   std::string path;                         ///< "block/conv/kernel_quantizer"
   std::string kind;                         ///< its type ("fake_quantizer", "ste_sign", ...)
   std::optional<quantizer_config> config;   ///< a fake quantizer's configuration
+  /// A fake quantizer's low-bit format as `describe` writes it ("" for none; written and
+  /// compared as text: a format is configuration, its scales follow each tensor).
+  std::string format;
   bool enabled = true;
   bool observer_enabled = true;
   bool fake_quant_enabled = true;

@@ -29,21 +29,9 @@
 #include "../kernels/parallel.hpp"
 #include "../kernels/policy.hpp"
 #include "low_bit_float.hpp"
+#include "low_bit_specs.hpp"
 
 namespace xq::low_bit {
-
-/// Which peer an FP8 quantize-dequantize reproduces.
-enum class fp8_variant : std::uint8_t { torchao, transformer_engine };
-/// One scale per tensor or per row.
-enum class fp8_granularity : std::uint8_t { per_tensor, per_row };
-
-/// An FP8 format.
-struct fp8_spec {
-  fp8_variant variant = fp8_variant::torchao;
-  element_type element = element_type::e4m3fn;  ///< e4m3fn or e5m2
-  fp8_granularity granularity = fp8_granularity::per_row;
-  int axis = -1;  ///< per_row: the axis a row runs along (negative counts from the end)
-};
 
 /// What an FP8 quantization keeps: the amax of the tensor (per_tensor) or of each row, rows in
 /// the row-major order of the other axes.

@@ -40,11 +40,9 @@
 #include "../core/error.hpp"
 #include "../kernels/float_bits.hpp"
 #include "../kernels/math.hpp"
+#include "low_bit_specs.hpp"
 
 namespace xq::low_bit {
-
-/// The element types.
-enum class element_type : std::uint8_t { e4m3fn, e5m2, e3m2, e2m3, e2m1, ue4m3, e8m0 };
 
 /// Rounding of a value halfway between two elements (see the file comment).
 enum class rounding : std::uint8_t {

@@ -44,34 +44,9 @@
 #include "../core/tensor.hpp"
 #include "../kernels/policy.hpp"
 #include "low_bit_float.hpp"
+#include "low_bit_specs.hpp"
 
 namespace xq::low_bit {
-
-/// Which peer function an MX quantize-dequantize reproduces (the table above).
-enum class mx_variant : std::uint8_t {
-  torchao_floor,
-  torchao_ceil,
-  torchao_even,
-  torchao_rceil,
-  microxcaling_nearest,
-  microxcaling_even,
-  modelopt_mxfp4,
-  modelopt_mxfp8,
-};
-
-/// The element of an MX block: a float element type, or microxcaling's INT8.
-struct mx_element {
-  element_type type = element_type::e2m1;
-  bool int8 = false;  ///< microxcaling's MXINT8 (ignores `type`)
-};
-
-/// An MX format: variant, element, block size and the axis the blocks run along.
-struct mx_spec {
-  mx_variant variant = mx_variant::torchao_rceil;
-  mx_element element{};
-  int block_size = 32;
-  int axis = -1;  ///< negative counts from the end
-};
 
 /// "torchao_rceil", ... (argument_error outside the enum).
 XQ_DECL const char* to_string(mx_variant v);

@@ -45,24 +45,9 @@
 #include "../kernels/math.hpp"
 #include "../kernels/policy.hpp"
 #include "low_bit_float.hpp"
+#include "low_bit_specs.hpp"
 
 namespace xq::low_bit {
-
-/// Which peer function an NVFP4 quantize-dequantize reproduces (the table above).
-enum class nvfp4_variant : std::uint8_t {
-  torchao,
-  torchao_one_level,
-  transformer_engine,
-  modelopt_qtensor,
-  modelopt_triton,
-};
-
-/// An NVFP4 format: variant, TransformerEngine's 16x16 weight tiles, the axis of the blocks.
-struct nvfp4_spec {
-  nvfp4_variant variant = nvfp4_variant::torchao;
-  bool tiles_16x16 = false;  ///< transformer_engine only: 16 block rows share one block scale
-  int axis = -1;             ///< negative counts from the end
-};
 
 /// What an NVFP4 quantization keeps: the tensor amax and one float per block (a UE4M3 block
 /// scale's value; the block amax for modelopt_triton), blocks in block_layout order.

@@ -30,20 +30,9 @@
 #include "../kernels/math.hpp"
 #include "../kernels/parallel.hpp"
 #include "../kernels/policy.hpp"
+#include "low_bit_specs.hpp"
 
 namespace xq::low_bit {
-
-/// Which torchao fake quantizer an integer quantize-dequantize reproduces (the table above).
-enum class intx_scheme : std::uint8_t { intx_symmetric, intx_per_token, int4_weight_only };
-
-/// A torchao integer format.
-struct intx_spec {
-  intx_scheme scheme = intx_scheme::intx_symmetric;
-  int bits = 4;        ///< 2..8 (int4_weight_only: 4)
-  int group_size = 32; ///< intx_symmetric, int4_weight_only: values per group; 0: the whole axis
-  int axis = -1;       ///< the axis groups and rows run along
-  float eps = 0.0f;    ///< the scale's lower bound; 0: float32's smallest normal (torchao's default)
-};
 
 /// What an integer quantization keeps, two floats per group or row: (scale, zero point) for
 /// the intx schemes, (min, max) for int4_weight_only.

@@ -26,6 +26,11 @@
 /// ±Inf is rejected (argument_error naming the path) and the range is left as it was;
 /// the peers would store it, after which every output is NaN.
 ///
+/// A config naming a low-bit format (`quantizer_config::format`: torchao's int4 groups, FP8,
+/// MX, NVFP4) runs that format instead, with the numerics and gradient of its own quantizer
+/// (mx_quantizer, ...): scales from each tensor in the pass that quantizes it, no range and
+/// no state parameters, `grid_of(x)` the format's blocked grid.
+///
 /// \code
 ///   xq::quantizer_config c;  c.per_channel = true;   // NVIDIA weights: per channel, axis -1
 ///   xq::fake_quantizer weight_quantizer(c);
@@ -67,8 +72,8 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// Validates `config` (argument_error) and starts from the initial range.
   explicit fake_quantizer(quantizer_config config, bool enabled = true);
 
-  /// num_bits.
-  int precision() const override { return config_.num_bits; }
+  /// num_bits (a format's element bits).
+  int precision() const override { return config_.format ? element_bits(config_.format) : config_.num_bits; }
   /// "8-bit symmetric narrow per-channel(axis -1) tf_qdq last_value".
   XQ_DECL std::string describe() const override;
 
@@ -110,6 +115,8 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// The same as integers on `grid(...)`: the q with output = (q - zero_point) * scale.
   XQ_DECL std::vector<std::int32_t> integers(const tensor& x) const;
 
+  /// The config's format (none for an integer grid).
+  low_bit_format dynamic_format() const override { return config_.format; }
   /// A batch observed, or a range set or restored that is not the initial one.
   XQ_DECL bool has_seen_data() const override;
   /// Training batches observed since the last reset or configure.

@@ -30,6 +30,11 @@ class fp8_quantizer : public low_bit_quantizer<fp8_quantizer> {
 
   XQ_DECL static tensor forward_observing(const spec_type& s, const tensor& x, low_bit_state& state, bool* mask,
                                           const std::string& where);
+  /// The grid of the output for a tensor of `shape` under `state` (quantization_grid.hpp):
+  /// what deployment stores and computes with (argument_error naming `where` where the
+  /// format has no such grid).
+  XQ_DECL static quantization_grid grid(const spec_type& s, const tensor::shape_type& shape, const low_bit_state& state,
+                                        const std::string& where);
   XQ_DECL static tensor forward_with(const spec_type& s, const tensor& x, const low_bit_state& state, bool* mask,
                                      const std::string& where);
   XQ_DECL static tensor input_gradient(const spec_type& s, const tensor& x, const tensor& dy, const low_bit_state& state,

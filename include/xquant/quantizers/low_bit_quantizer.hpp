@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,8 @@
 #include "../core/parameter.hpp"
 #include "../core/tape.hpp"
 #include "../core/var.hpp"
+#include "../numerics/low_bit_specs.hpp"
+#include "quantization_grid.hpp"
 #include "quantizer_layer.hpp"
 
 namespace xq {
@@ -59,6 +62,17 @@ using low_bit_state = std::vector<tensor>;
 /// The state tensor shape of a block format over x: x's shape with `axis` shortened to
 /// `blocks` (per tensor: {1}).
 XQ_DECL tensor::shape_type low_bit_state_shape(const tensor::shape_type& x_shape, int axis, std::size_t blocks);
+
+namespace detail {
+/// A grid of `element` values blocked along `axis` of a tensor of `shape`: `block` values
+/// per scale (the whole axis: one scale per row), `scale` in the blocked layout's row-major
+/// order (low_bit_state_shape); argument_error naming `where` for a non-finite scale.
+XQ_DECL quantization_grid blocked_grid(grid_element element, int bits, const tensor::shape_type& shape, int axis,
+                                       std::size_t block, std::vector<float> scale, const std::string& where);
+/// The grid element of a low-bit float element type (argument_error naming `where` for a
+/// scale type: ue4m3, e8m0).
+XQ_DECL grid_element grid_element_of(low_bit::element_type t, const std::string& where);
+}  // namespace detail
 
 template <class Self>
 class low_bit_quantizer : public quantizer_layer<Self> {
@@ -101,6 +115,27 @@ class low_bit_quantizer : public quantizer_layer<Self> {
     for (std::size_t i = 0; i < state_.size(); ++i)
       state_bits += double(self().state_bits(i)) * double(state_[i]->value.size());
     return double(self().precision()) + state_bits / double(values_);
+  }
+
+  /// The grid of the inference call's output on `x` (observer on: x's own scales; off: the
+  /// kept ones); nullopt while off or not fake-quantizing.
+  std::optional<quantization_grid> grid_of(const tensor& x) const override {
+    if (!this->enabled() || !this->fake_quant_enabled()) return std::nullopt;
+    low_bit_state st;
+    if (this->observer_enabled())
+      Self::forward_observing(self().spec(), x, st, nullptr, this->path());
+    else
+      st = kept_state();
+    return Self::grid(self().spec(), x.shape(), st, this->path());
+  }
+
+  /// The spec while the observer is on (each call's scales are its input's); none while
+  /// off (the kept scales: `grid_of` is the whole story).
+  low_bit_format dynamic_format() const override {
+    if (!this->observer_enabled()) return {};
+    low_bit_format f(self().spec());
+    f.axis_from_layer = false;
+    return f;
   }
 
   /// The inference output on `x` (observer on: x's own scales; off: the kept ones), no tape.

@@ -72,7 +72,8 @@ enum class rounding_operator : std::uint8_t {
   /// range, floor(v + 0.5) on the shifted value; per tensor the Vars op divides, the Args
   /// op and the per-channel op multiply by (qmax - qmin) / (max - min).
   tf_fake_quant,
-  /// PyTorch fake_quantize_per_{tensor,channel}_affine: zp + rint(x * (1 / scale)), clamped
+  /// PyTorch fake_quantize_per_{tensor,channel}_affine: zp + rint(x * (1 / scale)), clamped;
+  /// per block, torchao's groups and tokens (its _fake_quantize_affine)
   /// (a range wider than 2^24 levels in int64, as PyTorch does).
   torch_affine,
   /// PyTorch fake_quantize_per_channel_affine with float zero points

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "../config.hpp"
+#include "low_bit_format.hpp"
 
 namespace xq {
 
@@ -49,6 +50,9 @@ struct quantizer_config {
   double averaging_constant = 0.01;  ///< torch numerics, moving_average (MovingAverageMinMaxObserver)
   bool reduce_range = false;         ///< torch: halve the integer range
   float init_min = -6.0f, init_max = 6.0f;  ///< tf numerics: the range variables before any batch
+  /// A low-bit block format run in place of the integer grid (low_bit_format.hpp): scales
+  /// from each tensor, no range kept; the fields above then do not apply.
+  low_bit_format format;
 };
 
 /// "tf_qdq", "tf_fake_quant", "torch_fake_quant".

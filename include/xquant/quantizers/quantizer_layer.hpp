@@ -48,6 +48,7 @@
 #include "../core/var.hpp"
 #include "flip_ratio.hpp"
 #include "gradient_flow.hpp"
+#include "low_bit_format.hpp"
 #include "quantization_grid.hpp"
 #include "quantizer_metrics.hpp"
 
@@ -88,6 +89,12 @@ class quantizer_base {
   /// passes values through (NoOp). A quantizer with a grid overrides it; deployment asks
   /// this, never the quantizer's type.
   XQ_DECL virtual std::optional<quantization_grid> grid_of(const tensor& x) const;
+  /// The low-bit format that computes the scales of each tensor the quantizer sees
+  /// (low_bit_format.hpp): a fake quantizer's `config().format`, a low-bit quantizer's spec
+  /// while its observer is on. None (the default) where the grid is the quantizer's kept
+  /// state: `grid_of` then says everything a back-end needs; with a format, `grid_of(x)` is
+  /// x's grid and a back-end computes each tensor's with the format.
+  XQ_DECL virtual low_bit_format dynamic_format() const;
   /// Whether the quantizer's state comes from data: a training batch observed, a
   /// calibration, a range set or restored. A quantizer with a range to learn overrides it
   /// (a fake quantizer: false while it holds its placeholder range; LSQ: before its scale

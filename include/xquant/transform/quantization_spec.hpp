@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "../quantizers/low_bit_format.hpp"
 
 namespace xq {
 
@@ -61,6 +62,11 @@ struct layer_quantization {
   std::optional<bool> quantize_output{};
   /// For an entry naming a composite: how it applies to the layers inside (see above).
   block_placement block = block_placement::as_full_mode;
+  /// Overrides the scheme's low-bit format (quantizers/low_bit_format.hpp) of the weight or
+  /// the input; an empty format: the scheme's integer grid. So one model mixes formats by
+  /// path or type: `what.weight_format = xq::low_bit::mx_spec{}`.
+  std::optional<low_bit_format> weight_format{};
+  std::optional<low_bit_format> input_format{};
 };
 
 class quantization_spec {

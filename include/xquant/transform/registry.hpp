@@ -82,10 +82,13 @@ template <> struct quantize<dense> : registered_twin<weight_quantized<dense>, fa
 template <> struct quantize<depthwise_conv2d> : registered_twin<weight_quantized<depthwise_conv2d>, false> {};
 /// NVIDIA quantizes depthwise kernels (KH, KW, C, M) per input channel C (axis 2).
 template <> struct kernel_channel_axis<depthwise_conv2d> : std::integral_constant<int, 2> {};
+template <> struct kernel_block_axis<conv2d> : std::integral_constant<int, 2> {};
+template <> struct kernel_block_axis<depthwise_conv2d> : std::integral_constant<int, 2> {};
 /// A transposed conv's kernel is (KH, KW, F, C): per output channel F is axis 2. Outside
 /// NVIDIA's matrix (its toolkit has no Conv2DTranspose wrapper): quantized when asked.
 template <> struct quantize<conv2d_transpose> : registered_twin<weight_quantized<conv2d_transpose>, false> {};
 template <> struct kernel_channel_axis<conv2d_transpose> : std::integral_constant<int, 2> {};
+template <> struct kernel_block_axis<conv2d_transpose> : std::integral_constant<int, 3> {};
 
 template <> struct quantize<batch_norm> : registered_twin<quantized_batch_norm, false> {};
 
@@ -126,10 +129,12 @@ template <> struct quantize<correlation> : registered_twin<each_input_quantized<
 /// quantize the table per row (axis 0: a token's vector, the projection's output channel).
 template <> struct quantize<embedding> : registered_twin<weight_quantized<embedding>, false> {};
 template <> struct kernel_channel_axis<embedding> : std::integral_constant<int, 0> {};
+template <> struct kernel_block_axis<embedding> : std::integral_constant<int, 1> {};
 template <> struct quantizable_input<embedding> : std::false_type {};  // ids
 template <> struct quantize<tied_projection> : registered_twin<weight_quantized<tied_projection>, false> {};
 template <> struct quantize<tied_dense> : registered_twin<weight_quantized<tied_dense>, false> {};
 template <> struct kernel_channel_axis<tied_projection> : std::integral_constant<int, 0> {};
+template <> struct kernel_block_axis<tied_projection> : std::integral_constant<int, 1> {};
 
 /// A recurrent layer's loop: its recurrent kernel is quantized per output column (a gate's
 /// unit), as a dense kernel is. Its input is the projection's output, a sum the dense

@@ -13,10 +13,13 @@
 ///     layer's operation with the given kernel and bias (undefined var: none).
 /// `kernel_channel_axis<L>` names the kernel's output-channel axis (last by default;
 /// depthwise_conv2d: 2, as NVIDIA's toolkit does); `quantizable_input<L>` whether its
-/// input can be quantized (an embedding's ids cannot).
+/// input can be quantized (an embedding's ids cannot). A low-bit weight format
+/// (quantizer_config::format) runs its blocks along `kernel_block_axis<L>`, the axis the
+/// product sums over.
 ///
 /// With a batch norm folded in (see batch_norm_folding.hpp and `quantize_model`), the
-/// kernel that is fake-quantized is the folded one.
+/// kernel that is fake-quantized is the folded one: batch norms fold before block
+/// quantization.
 
 #include <memory>
 #include <optional>
@@ -117,9 +120,13 @@ var weight_quantized<Layer>::call(const var& x) {
 template <class Layer>
 void weight_quantized<Layer>::configure_sites(const wrapper_settings& s) {
   detail::check_single_input_indices(this->path(), s.input_indices);
-  input_.configure(s.input, s.quantize_input && quantizable_input_v<Layer>);
-  quantizer_config w = s.weight;
+  quantizer_config in = s.input, w = s.weight;
   if (w.per_channel) w.channel_axis = s.weight_channel_axis.value_or(kernel_channel_axis_v<Layer>);
+  const parameter_ptr& kernel = this->layer_.kernel();
+  detail::fit_formats(in, w, kernel ? std::vector<std::size_t>(kernel->value.shape().begin(), kernel->value.shape().end())
+                                    : std::vector<std::size_t>{},
+                      kernel_block_axis_v<Layer>);
+  input_.configure(in, s.quantize_input && quantizable_input_v<Layer>);
   weight_.configure(w);
   weight_.enable(s.quantize_weight);
 }

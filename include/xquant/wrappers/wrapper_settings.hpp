@@ -38,6 +38,14 @@ namespace detail {
 /// one input has no other to quantize (a spec's quantization_index beyond it is a mistake).
 XQ_DECL void check_single_input_indices(const std::string& path, const std::vector<std::size_t>& indices);
 
+/// A weighted layer's formats, fitted to its kernel: the weight's blocks along `block_axis`
+/// (unless the format keeps its own axis); and where a format cannot quantize the kernel's
+/// length on that axis (torchao's MX and NVFP4 refuse a partial block), both the input and
+/// the weight keep the integer grid, as the peers' filters leave such a layer (a first conv
+/// of 3 channels) in higher precision. `kernel_shape` empty: the layer is not built yet.
+XQ_DECL void fit_formats(quantizer_config& input, quantizer_config& weight, const std::vector<std::size_t>& kernel_shape,
+                         int block_axis);
+
 }  // namespace detail
 
 }  // namespace xq

@@ -26,6 +26,7 @@
 #include "../../config.hpp"
 #include "../../core/tensor.hpp"
 #include "../../kernels/padding.hpp"
+#include "../../quantizers/low_bit_format.hpp"
 #include "../../quantizers/quantization_grid.hpp"
 
 namespace xq::deploy {
@@ -89,6 +90,10 @@ struct quantize {
   std::size_t call = 0;     ///< which call of that layer
   std::size_t input = 0;    ///< which input (when not `output`)
   bool output = false;      ///< the layer's output (tfmot's and PyTorch's placement)
+  /// A low-bit format whose scales follow each tensor (quantizer_base::dynamic_format):
+  /// `grid` is then the traced tensor's, and a back-end computes each tensor's scales with
+  /// the format (per token, per block), as the simulation does. None: `grid` is fixed.
+  low_bit_format format;
 };
 
 /// conv2d, depthwise_conv2d, dense: y = x ⊛ kernel + bias (Keras layouts: HWIO, HW·C·M,

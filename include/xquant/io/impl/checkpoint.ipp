@@ -36,6 +36,7 @@ XQ_DECL checkpoint_quantizer capture_quantizer(const quantizer_base& q) {
   c.fake_quant_enabled = q.fake_quant_enabled();
   if (const auto* f = dynamic_cast<const fake_quantizer*>(&q)) {
     c.config = f->config();
+    c.format = describe(f->config().format);
     c.batches_seen = f->batches_seen();
     c.built = f->built();
   }
@@ -242,6 +243,9 @@ XQ_DECL checkpoint_plan plan_model(checkpoint_state& s, const model_state_view& 
     if (c.kind != q.kind())
       throw argument_error(q.path(), concat("a ", q.kind(), " (the model's)"), concat("a ", c.kind, " ", in_file(source)));
     if (f && c.config) check_config(q.path(), f->config(), *c.config, source);
+    if (f && c.format != describe(f->config().format))
+      throw argument_error(q.path(), concat("the format '", describe(f->config().format), "' (the model's)"),
+                           concat("'", c.format, "' ", in_file(source)));
     if (c.enabled != q.enabled())
       throw argument_error(q.path(), concat("a quantizer that is ", q.enabled() ? "on" : "off", " (the model's)"),
                            concat("one that is ", c.enabled ? "on" : "off", " ", in_file(source)));

@@ -122,6 +122,7 @@ XQ_DECL std::vector<std::uint8_t> encode_payload(const checkpoint_state& s) {
     j["path"] = q.path;
     j["kind"] = q.kind;
     j["config"] = q.config ? io::detail::encode_config(*q.config) : ordered_json(nullptr);
+    if (!q.format.empty()) j["format"] = q.format;
     j["enabled"] = q.enabled;
     j["observer_enabled"] = q.observer_enabled;
     j["fake_quant_enabled"] = q.fake_quant_enabled;
@@ -388,6 +389,7 @@ class payload_reader {
     q.fake_quant_enabled = boolean(j, "fake_quant_enabled", where);
     json& c = field(j, "config", where);
     if (!c.is_null()) q.config = config(c, sub(where, "config"));
+    if (j.contains("format")) q.format = text(j, "format", where);
     return q;
   }
 

@@ -10,6 +10,8 @@
 #include "fp8_quantizer.ipp"
 #include "gradient_flow.ipp"
 #include "intx_quantizer.ipp"
+#include "low_bit_format.ipp"
+#include "low_bit_format_numerics.ipp"
 #include "low_bit_presets.ipp"
 #include "low_bit_quantizer.ipp"
 #include "lsq_quantizer.ipp"

@@ -14,6 +14,7 @@
 
 #include "../calibration_sink.hpp"
 #include "../fake_quantizer.hpp"
+#include "../low_bit_format_numerics.hpp"
 #include "../tf_fake_quant_numerics.hpp"
 #include "../tf_qdq_numerics.hpp"
 #include "../tfmot_range_tracker.hpp"
@@ -48,6 +49,7 @@ XQ_DECL std::string fake_quantizer::describe() const { return xq::describe(confi
 
 XQ_DECL void fake_quantizer::configure(const quantizer_config& c) {
   validate(c, path());
+  validate(c.format, path());
   config_ = c;
   tracker_ = &range_tracker_for(c);
   numerics_ = &numerics_for(c);
@@ -98,7 +100,7 @@ XQ_DECL void fake_quantizer::reset() {
 }
 
 XQ_DECL std::vector<parameter_ptr> fake_quantizer::parameters() const {
-  if (!enabled() || !built_) return {};
+  if (!enabled() || !built_ || config_.format) return {};  // a format keeps no range
   return {min_, max_};
 }
 
@@ -122,7 +124,7 @@ XQ_DECL fake_quantizer::fake_quantizer(std::string default_name, std::string (*t
 
 XQ_DECL void fake_quantizer::observe(const tensor& x) {
   built_ = true;
-  if (x.size() == 0) return;  // nothing to learn a range from (TF's min of nothing is +Inf)
+  if (x.size() == 0 || config_.format) return;  // a format's scales come from each tensor  // nothing to learn a range from (TF's min of nothing is +Inf)
   const kernels::channel_layout l = layout_of(x);
   vector lo = min(), hi = max();
   tracker_->update(config_, x, l, lo, hi, path());
@@ -141,23 +143,32 @@ XQ_DECL var fake_quantizer::quantize(const var& x) {
     sink->collect(*this, xv);
     return x;
   }
+  const bool record = needs_grad(x);
+  if (config_.format) {
+    quantized_output out = detail::format_forward(config_.format, x, record, path());
+    if (!record) return var(std::move(out.y));
+    return emit(x, std::move(out.y), std::move(out.input_gradient));
+  }
   const kernels::channel_layout l = layout_of(xv);
   vector lo = min(), hi = max();
   tracker_->current(config_, l.channels, lo, hi);
-  const bool record = needs_grad(x);
   quantized_output out = numerics_->apply(config_, xv, l, lo, hi, record, path());
   if (!record) return var(std::move(out.y));
   return emit(x, std::move(out.y), std::move(out.input_gradient));
 }
 
 XQ_DECL quantization_grid fake_quantizer::grid(std::size_t channels) const {
+  if (config_.format)
+    throw argument_error(path(), "an integer grid (a range kept)",
+                         detail::concat("the format ", xq::describe(config_.format),
+                                        ", whose grid follows each tensor: grid_of(x)"));
   vector lo = min(), hi = max();
   tracker_->current(config_, config_.per_channel ? channels : 1, lo, hi);
   return numerics_->grid(config_, config_.per_channel ? channels : 1, lo, hi, path());
 }
 
 XQ_DECL bool fake_quantizer::has_seen_data() const {
-  if (batches_ > 0) return true;
+  if (batches_ > 0 || config_.format) return true;  // a format needs no data: its scales are each tensor's
   const fake_quantizer initial(config_, true);  // the range before any batch
   const vector a = min(), b = max(), c = initial.min(), d = initial.max();
   if (a.size() != c.size() || b.size() != d.size()) return true;
@@ -168,10 +179,12 @@ XQ_DECL bool fake_quantizer::has_seen_data() const {
 
 XQ_DECL std::optional<quantization_grid> fake_quantizer::grid_of(const tensor& x) const {
   if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  if (config_.format) return detail::format_grid(config_.format, x, path());
   return grid(layout_of(x).channels);
 }
 
 XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
+  if (config_.format) return detail::format_forward(config_.format, var(x), false, path()).y;
   const kernels::channel_layout l = layout_of(x);
   vector lo = min(), hi = max();
   tracker_->current(config_, l.channels, lo, hi);
@@ -179,6 +192,7 @@ XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
 }
 
 XQ_DECL std::vector<std::int32_t> fake_quantizer::integers(const tensor& x) const {
+  if (config_.format) return grid_integers(detail::format_grid(config_.format, x, path()), fake_quantize(x), path());
   const kernels::channel_layout l = layout_of(x);
   return grid_integers(grid(l.channels), fake_quantize(x), path());
 }

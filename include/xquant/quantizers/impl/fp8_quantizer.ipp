@@ -50,4 +50,15 @@ XQ_DECL tensor fp8_quantizer::input_gradient(const spec_type& s, const tensor& x
   return low_bit::fp8_backward<default_policy>(x, dy, s, st);
 }
 
+XQ_DECL quantization_grid fp8_quantizer::grid(const spec_type& s, const tensor::shape_type& shape,
+                                              const low_bit_state& state, const std::string& where) {
+  low_bit::fp8_state st;
+  st.amax.assign(state.at(0).begin(), state.at(0).end());
+  const long rank = long(shape.size());
+  const long axis = s.axis < 0 ? s.axis + rank : s.axis;
+  const std::size_t row = axis >= 0 && axis < rank ? shape[std::size_t(axis)] : 1;
+  return detail::blocked_grid(detail::grid_element_of(s.element, where), 8, shape, s.axis, row,
+                              low_bit::fp8_scales(s, st), where);
+}
+
 }  // namespace xq

@@ -82,4 +82,23 @@ XQ_DECL tensor intx_quantizer::input_gradient(const spec_type& s, const tensor& 
   return low_bit::intx_backward<default_policy>(x, dy, s, detail::join_intx_state(state), mask);
 }
 
+XQ_DECL quantization_grid intx_quantizer::grid(const spec_type& s, const tensor::shape_type& shape,
+                                               const low_bit_state& state, const std::string& where) {
+  if (s.scheme == low_bit::intx_scheme::int4_weight_only)
+    throw argument_error(where, "a grid real = (q - zero point) · scale for deployment",
+                         "int4_weight_only's (q - 8) · scale + float zero point (two roundings)");
+  std::vector<float> scale, zero_point;
+  low_bit::intx_scales(s, detail::join_intx_state(state), scale, zero_point);
+  const long rank = long(shape.size());
+  const long axis = s.axis < 0 ? s.axis + rank : s.axis;
+  const std::size_t length = axis >= 0 && axis < rank ? shape[std::size_t(axis)] : 1;
+  const bool per_row = s.scheme == low_bit::intx_scheme::intx_per_token || s.group_size == 0;
+  quantization_grid g = detail::blocked_grid(grid_element::integer, s.bits, shape, s.axis,
+                                             per_row ? length : std::size_t(s.group_size), std::move(scale), where);
+  for (std::size_t i = 0; i < zero_point.size(); ++i) g.zero_point[i] = std::int32_t(zero_point[i]);
+  // torchao multiplies by 1 / scale and rounds half to even (PyTorch's affine operator).
+  g.rounding.op = rounding_operator::torch_affine;
+  return g;
+}
+
 }  // namespace xq

@@ -42,4 +42,17 @@ XQ_DECL tensor mx_quantizer::forward_with(const spec_type& s, const tensor& x, c
   return low_bit::mx_apply<default_policy>(x, s, scales, where);
 }
 
+XQ_DECL quantization_grid mx_quantizer::grid(const spec_type& s, const tensor::shape_type& shape,
+                                             const low_bit_state& state, const std::string& where) {
+  if (s.element.int8)
+    throw argument_error(where, "an MX float element (fp8, fp6, fp4) for deployment", "microxcaling's MXINT8");
+  const tensor& scales = state.at(0);
+  quantization_grid g = detail::blocked_grid(detail::grid_element_of(s.element.type, where),
+                                             low_bit::info(s.element.type).bits, shape, s.axis,
+                                             std::size_t(s.block_size), std::vector<float>(scales.begin(), scales.end()),
+                                             where);
+  g.scale_type = scale_element::e8m0;  // every MX scale is 2^e
+  return g;
+}
+
 }  // namespace xq

@@ -54,4 +54,20 @@ XQ_DECL tensor nvfp4_quantizer::input_gradient(const spec_type& s, const tensor&
   return low_bit::nvfp4_backward<default_policy>(dy, s, mask);
 }
 
+XQ_DECL quantization_grid nvfp4_quantizer::grid(const spec_type& s, const tensor::shape_type& shape,
+                                                const low_bit_state& state, const std::string& where) {
+  low_bit::nvfp4_state st;
+  st.tensor_amax = state.at(0).size() ? state.at(0).data()[0] : 0.0f;
+  st.block.assign(state.at(1).begin(), state.at(1).end());
+  std::vector<float> block_scale;
+  float tensor_scale = 1.0f;
+  low_bit::nvfp4_scales(s, st, block_scale, tensor_scale);
+  quantization_grid g = detail::blocked_grid(grid_element::fp4_e2m1, 4, shape, s.axis, 16, std::move(block_scale), where);
+  g.scale_type = scale_element::ue4m3;
+  // The output is element · (block scale · tensor scale) rounded once (nvfp4_scales): one
+  // level of float32 scales where the second is 1.
+  if (tensor_scale != 1.0f) g.tensor_scale = tensor_scale;
+  return g;
+}
+
 }  // namespace xq

@@ -245,8 +245,8 @@ XQ_DECL void check_grid(const quantization_grid& g, const std::string& where) {
       }
       break;
     }
-    case rounding_operator::torch_affine:
-      need(integer && g.block_size == 0, "an integer grid per tensor or per channel", describe(g));
+    case rounding_operator::torch_affine:  // per block: torchao's groups and tokens
+      need(integer, "an integer grid", describe(g));
       break;
     case rounding_operator::torch_affine_float_zero_point:
       need(integer && g.per_channel, "an integer grid per channel", describe(g));

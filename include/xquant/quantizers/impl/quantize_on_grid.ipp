@@ -101,6 +101,11 @@ XQ_DECL std::vector<std::int32_t> quantize_on_grid(const quantization_grid& g, c
         return grid_integers(g, y, where);
       }
       case rounding_operator::torch_affine: {
+        if (g.block_size)  // torchao's groups and tokens: zp + rint(x · (1 / scale)), clamped
+          return elementwise(g, x, where, [&](float v, std::size_t c) {
+            const float r = std::nearbyint(v * (1.0f / g.scale[c])) + float(g.zero_point[c]);
+            return std::int32_t(std::fmin(std::fmax(r, float(g.qmin)), float(g.qmax)));
+          });
         if (!g.per_channel)
           return grid_integers(
               g, torch::fake_quantize_per_tensor_affine(x, g.scale[0], g.zero_point[0], g.qmin, g.qmax), where);

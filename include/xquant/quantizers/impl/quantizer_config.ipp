@@ -29,6 +29,7 @@ XQ_DECL const char* to_string(range_tracking t) noexcept {
 }
 
 XQ_DECL std::string describe(const quantizer_config& c) {
+  if (c.format) return describe(c.format);
   const bool torch = c.numerics == quant_numerics::torch_fake_quant;
   std::string s = detail::concat(c.num_bits, "-bit ", c.symmetric ? "symmetric " : "asymmetric ",
                                  c.narrow_range ? "narrow " : "wide ");

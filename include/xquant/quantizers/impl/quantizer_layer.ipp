@@ -30,6 +30,8 @@ XQ_DECL std::string quantizer_base::describe() const { return kind(); }
 
 XQ_DECL bool quantizer_base::has_seen_data() const { return true; }
 
+XQ_DECL low_bit_format quantizer_base::dynamic_format() const { return {}; }
+
 XQ_DECL std::optional<quantization_grid> quantizer_base::grid_of(const tensor& x) const {
   (void)x;
   return std::nullopt;

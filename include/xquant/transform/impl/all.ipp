@@ -3,6 +3,7 @@
 /// The transform room's compiled code, for <xquant/src.hpp>: every .ipp of transform/impl/.
 
 #include "qdq_cases.ipp"
+#include "low_bit_schemes.ipp"
 #include "quantization_scheme.ipp"
 #include "quantization_spec.ipp"
 #include "quantize_model.ipp"

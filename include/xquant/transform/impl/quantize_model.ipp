@@ -57,6 +57,8 @@ XQ_DECL wrapper_settings settings_for(const wrapper_handle& w, const quantize_op
     if (!entry.what.quantization_index.empty()) s.input_indices = entry.what.quantization_index;
     if (entry.what.num_bits) s.input.num_bits = s.weight.num_bits = s.output.num_bits = *entry.what.num_bits;
     if (entry.what.per_channel) s.weight.per_channel = *entry.what.per_channel;
+    if (entry.what.weight_format) s.weight.format = *entry.what.weight_format;
+    if (entry.what.input_format) s.input.format = *entry.what.input_format;
   };
   const bool through_block = e && !e->by_type && e->key != w.path;
   if (through_block && e->what.block == block_placement::as_full_mode) {

@@ -87,6 +87,7 @@ XQ_DECL value_id graph_building::quantize(value_id v, const quantizer_base& q, c
   const traced_call& c = trace->calls()[i];
   op::quantize p;
   p.grid = grid_of(q, traced, q.path());
+  p.format = q.dynamic_format();
   p.quantizer = q.path();
   p.description = q.describe();
   p.label = label(i, input, output);

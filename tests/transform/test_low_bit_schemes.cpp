@@ -1,0 +1,262 @@
+// Low-bit formats in the quantizers quantize_model places (issue 36): a fake quantizer
+// naming a format computes what the format's own quantizer computes, forward and backward;
+// the schemes put the peers' recipes on the layers, blocks along each kernel's reduction
+// axis; a spec mixes formats by path and type; checkpoints keep the format and refuse
+// another; the grid of every format gives back the simulation's values exactly.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <xquant/io/checkpoint.hpp>
+#include <xquant/quantizers/fp8_quantizer.hpp>
+#include <xquant/quantizers/intx_quantizer.hpp>
+#include <xquant/quantizers/mx_quantizer.hpp>
+#include <xquant/quantizers/nvfp4_quantizer.hpp>
+
+#include "models.hpp"
+
+namespace {
+
+xq::tensor wavy(const xq::tensor::shape_type& shape, float phase = 0.3f) {
+  xq::tensor x = xq::tensor::from_shape(shape);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x.data()[i] = std::sin(0.37f * float(i) + phase) * (1.0f + 0.5f * std::cos(0.011f * float(i)));
+  return x;
+}
+
+bool same_bits(const xq::tensor& a, const xq::tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// The value a grid gives integer / code q at flat index i: what DequantizeLinear computes
+/// (value · (scale · tensor scale), each product rounded to float).
+std::vector<float> dequantized(const xq::quantization_grid& g, const std::vector<std::int32_t>& q,
+                               const xq::tensor::shape_type& shape) {
+  std::vector<float> y(q.size());
+  const std::vector<std::size_t> sh(shape.begin(), shape.end());
+  const auto l = g.granularity() == xq::grid_granularity::per_tensor
+                     ? xq::kernels::channel_layout{1, q.size(), 1}
+                     : xq::kernels::channel_layout::of(sh, g.channel_axis, "test");
+  xq::detail::for_each_scale_run(g, l.outer, l.channels, l.inner,
+                                 [&](std::size_t first, std::size_t count, std::size_t si, std::size_t step) {
+                                   for (std::size_t k = 0; k < count; ++k) {
+                                     const std::size_t i = first + k, c = si + k * step;
+                                     const float s = g.tensor_scale ? g.scale[c] * *g.tensor_scale : g.scale[c];
+                                     const float v = xq::is_float_element(g.element)
+                                                         ? xq::element_value(g.element, std::uint32_t(q[i]))
+                                                         : float(q[i] - g.zero_point[c]);
+                                     y[i] = v * s;
+                                   }
+                                 });
+  return y;
+}
+
+template <class Q>
+void check_format_matches_quantizer(const xq::low_bit_format& f, const Q& standalone, const xq::tensor& x) {
+  xq::quantizer_config c;
+  c.format = f;
+  xq::fake_quantizer q(c);
+  INFO(xq::describe(f));
+  // Forward, on the tape, and its gradient, against the format's own quantizer.
+  Q own = standalone;
+  xq::var xa(x, true), xb(x, true);
+  const xq::tensor dy = wavy(x.shape(), 1.1f);
+  {
+    xq::tape tape;
+    const xq::var ya = q(xa);
+    tape.backward(ya, dy);
+  }
+  {
+    xq::tape tape;
+    const xq::var yb = own(xb);
+    tape.backward(yb, dy);
+  }
+  CHECK(same_bits(q.fake_quantize(x), own.fake_quantize(x)));
+  CHECK(same_bits(xa.grad(), xb.grad()));
+  // No state kept; the precision is the element's.
+  CHECK(q.parameters().empty());
+  CHECK(q.has_seen_data());
+  CHECK(q.precision() == own.precision());
+  // The grid gives the simulation's values back exactly, from its integers or codes.
+  const auto g = q.grid_of(x);
+  REQUIRE(g);
+  CHECK(g->dynamic);
+  const std::vector<std::int32_t> ints = q.integers(x);
+  const std::vector<float> back = dequantized(*g, ints, x.shape());
+  const xq::tensor fq = q.fake_quantize(x);
+  CHECK(std::memcmp(back.data(), fq.data(), back.size() * sizeof(float)) == 0);
+  // The standalone quantizer reports the same grid.
+  const auto g2 = own.grid_of(x);
+  REQUIRE(g2);
+  CHECK(g2->scale == g->scale);
+  CHECK(g2->block_size == g->block_size);
+}
+
+/// A first conv on 3 channels (no block of 32 fits it), a second on 32, a pooled dense head.
+template <class Conv = xq::conv2d, class Pool = xq::global_average_pool2d, class Head = xq::dense>
+struct block_net {
+  Conv first{xq::conv2d(32, 3).padding(xq::padding::same)};
+  Conv second{xq::conv2d(32, 3).padding(xq::padding::same)};
+  Pool pool;
+  Head head{xq::dense(16)};
+  XQ_CHILDREN(first, second, pool, head)
+  xq::var operator()(const xq::var& x) { return head(pool(xq::ops::relu(second(xq::ops::relu(first(x)))))); }
+};
+
+}  // namespace
+
+TEST_CASE("a fake quantizer naming a format runs the format's own quantizer, and its grid is exact",
+          "[low_bit][quantize][formats]") {
+  const xq::tensor x = wavy({6, 64});
+  xq::low_bit::mx_spec mx;
+  check_format_matches_quantizer(mx, xq::mx_quantizer(mx), x);
+  mx.element.type = xq::low_bit::element_type::e4m3fn;
+  mx.variant = xq::low_bit::mx_variant::microxcaling_even;
+  check_format_matches_quantizer(mx, xq::mx_quantizer(mx), x);
+  xq::low_bit::nvfp4_spec nv;
+  check_format_matches_quantizer(nv, xq::nvfp4_quantizer(nv), x);
+  nv.variant = xq::low_bit::nvfp4_variant::modelopt_qtensor;
+  check_format_matches_quantizer(nv, xq::nvfp4_quantizer(nv), x);
+  xq::low_bit::fp8_spec f8;
+  check_format_matches_quantizer(f8, xq::fp8_quantizer(f8), x);
+  f8.granularity = xq::low_bit::fp8_granularity::per_tensor;
+  f8.variant = xq::low_bit::fp8_variant::transformer_engine;
+  check_format_matches_quantizer(f8, xq::fp8_quantizer(f8), x);
+  xq::low_bit::intx_spec w4;  // 8da4w's weights
+  check_format_matches_quantizer(w4, xq::intx_quantizer(w4), x);
+  xq::low_bit::intx_spec a8;  // 8da4w's activations: per token, asymmetric
+  a8.scheme = xq::low_bit::intx_scheme::intx_per_token;
+  a8.bits = 8;
+  check_format_matches_quantizer(a8, xq::intx_quantizer(a8), x);
+
+  // Without a grid real = (q - zp) · scale, int4 weight-only says why it has none.
+  xq::low_bit::intx_spec wo;
+  wo.scheme = xq::low_bit::intx_scheme::int4_weight_only;
+  xq::quantizer_config c;
+  c.format = wo;
+  xq::fake_quantizer q(c);
+  q.set_path("net/head/weight_quantizer");
+  CHECK_THROWS_WITH(q.grid_of(x), Catch::Contains("net/head/weight_quantizer") && Catch::Contains("two roundings"));
+  // A spec its quantizer refuses is refused by the config.
+  xq::low_bit::intx_spec bad;
+  bad.bits = 9;
+  c.format = bad;
+  CHECK_THROWS_WITH(xq::fake_quantizer(c), Catch::Contains("[2, 8]"));
+}
+
+TEST_CASE("low-bit schemes put the peers' recipes on the layers, blocks along the reduction axis",
+          "[low_bit][quantize][schemes]") {
+  using model_t = block_net<>;
+  const xq::tensor::shape_type shape{2, 8, 8, 3};
+  model_t model;
+  xq::set_seed(3);
+  xq::build(model, shape);
+
+  xq::quantize_options o;
+  o.scheme = xq::schemes::mx();
+  auto q = xq::quantize_model(model, o, shape);
+  // The first conv's 3 input channels hold no block of 32: it keeps the integer grid, as
+  // torchao's filters leave such a layer.
+  CHECK_FALSE(q.first.weight_quantizer().config().format);
+  CHECK_FALSE(q.first.input_quantizer().site().config().format);
+  CHECK(q.first.weight_quantizer().precision() == 8);
+  const auto& conv_w = q.second.weight_quantizer();
+  REQUIRE(conv_w.enabled());
+  const auto* spec = std::get_if<xq::low_bit::mx_spec>(&conv_w.config().format.spec);
+  REQUIRE(spec);
+  CHECK(spec->axis == 2);  // HWIO: the input channels
+  CHECK(conv_w.precision() == 4);
+  const auto* head_spec = std::get_if<xq::low_bit::mx_spec>(&q.head.weight_quantizer().config().format.spec);
+  REQUIRE(head_spec);
+  CHECK(head_spec->axis == 0);  // a dense kernel (in, out)
+  const auto& conv_in = q.second.input_quantizer();
+  REQUIRE(conv_in.enabled());
+  CHECK(std::get_if<xq::low_bit::mx_spec>(&conv_in.site().config().format.spec)->axis == -1);
+  CHECK_FALSE(q.pool.input_quantizer().enabled());  // the peers quantize linear layers only
+  // The kernel's grid: one E8M0 scale per block of 32 input channels (one per tap and filter).
+  const auto g = conv_w.grid_of(q.second.float_layer().kernel()->value);
+  REQUIRE(g);
+  CHECK(g->element == xq::grid_element::fp4_e2m1);
+  CHECK(g->scale_type == xq::scale_element::e8m0);
+  CHECK(g->channel_axis == 2);
+  CHECK(g->scale.size() == 3 * 3 * 32);
+
+  // A training step runs and reaches every kernel.
+  xq::tensor x = wavy(shape);
+  {
+    xq::training_mode train;
+    xq::tape tape;
+    xq::var y = q(xq::var(x));
+    xq::tensor ones = xq::tensor::from_shape(y.value().shape());
+    for (float& v : ones) v = 1.0f;
+    tape.backward(y, ones);
+  }
+  const xq::tensor& grad = q.second.float_layer().kernel()->grad;
+  float biggest = 0.0f;
+  for (float v : grad) biggest = std::max(biggest, std::fabs(v));
+  CHECK(biggest > 0.0f);
+
+  // Weight-only: inputs untouched; w4a8: NVIDIA's int8 inputs beside int4 kernels.
+  o.scheme = xq::schemes::mx_weight_only();
+  auto wo = xq::quantize_model(model, o, shape);
+  CHECK_FALSE(wo.second.input_quantizer().enabled());
+  CHECK(wo.second.weight_quantizer().enabled());
+  o.scheme = xq::schemes::w4a8();
+  auto w4 = xq::quantize_model(model, o, shape);
+  CHECK_FALSE(w4.second.input_quantizer().site().config().format);
+  CHECK(w4.second.input_quantizer().site().config().num_bits == 8);
+  CHECK(std::get_if<xq::low_bit::intx_spec>(&w4.second.weight_quantizer().config().format.spec));
+  CHECK(w4.pool.input_quantizer().enabled());
+}
+
+TEST_CASE("a spec mixes formats by path and type; checkpoints keep the format", "[low_bit][quantize][spec]") {
+  using model_t = block_net<>;
+  const xq::tensor::shape_type shape{2, 8, 8, 3};
+  model_t model;
+  xq::set_seed(4);
+  xq::build(model, shape);
+  xq::quantize_options o;
+  o.scheme = xq::schemes::torchao_8da4w(16);
+  xq::quantization_spec spec;
+  xq::layer_quantization int8_head;
+  int8_head.weight_format = xq::low_bit_format{};  // the head back to the scheme's integer grid
+  int8_head.input_format = xq::low_bit_format{};
+  spec.add("head", int8_head);
+  xq::layer_quantization nvfp4_convs;
+  nvfp4_convs.weight_format = xq::low_bit::nvfp4_spec{};
+  spec.add_type("conv2d", nvfp4_convs);
+  o.spec = spec;
+  auto q = xq::quantize_model(model, o, shape);
+  CHECK_FALSE(q.head.weight_quantizer().config().format);
+  CHECK(q.head.weight_quantizer().precision() == 8);
+  CHECK(std::get_if<xq::low_bit::nvfp4_spec>(&q.second.weight_quantizer().config().format.spec));
+  // The conv's input keeps the scheme's per-token int8; the first conv, whose 3 channels no
+  // NVFP4 block fits, keeps the integer grid on both.
+  CHECK_FALSE(q.first.weight_quantizer().config().format);
+  CHECK_FALSE(q.first.input_quantizer().site().config().format);
+  CHECK(std::get_if<xq::low_bit::intx_spec>(&q.second.input_quantizer().site().config().format.spec));
+
+  {
+    xq::training_mode train;
+    q(xq::var(wavy(shape)));
+  }
+  const std::vector<std::uint8_t> bytes = xq::save_checkpoint_bytes(q);
+  auto same = xq::quantize_model(model, o, shape);
+  xq::load_checkpoint_bytes(bytes.data(), bytes.size(), "mixed.xqc", same);
+  CHECK(same_bits(same(xq::var(wavy(shape))).value(), q(xq::var(wavy(shape))).value()));
+
+  // A model whose conv runs another format refuses the file, naming the quantizer.
+  xq::quantization_spec other = spec;
+  xq::layer_quantization mx_convs;
+  mx_convs.weight_format = xq::low_bit::mx_spec{};
+  other.add_type("conv2d", mx_convs);
+  o.spec = other;
+  auto different = xq::quantize_model(model, o, shape);
+  CHECK_THROWS_WITH(xq::load_checkpoint_bytes(bytes.data(), bytes.size(), "mixed.xqc", different),
+                    Catch::Contains("second") && Catch::Contains("nvfp4") && Catch::Contains("mxfp4"));
+}
