@@ -9,7 +9,10 @@
 //      inputs); the twin of a copy of the float model, evaluated as it is;
 //   2. quantization-aware training: that twin fine-tuned, the batch norms frozen half-way;
 //   3. the share of the PTQ loss that QAT recovered, torchao's measure:
-//      (QAT - PTQ) / (float - PTQ) in accuracy.
+//      (QAT - PTQ) / (float - PTQ) in accuracy;
+//   4. deployment: the QAT twin lowered to the engine (kernels stored as the format stores
+//      them: packed codes and block scales), its parity with the simulation per quantized
+//      tensor (identical values, SQNR) and its accuracy, and the kernels' bytes.
 //
 // A layer whose reduction axis the format's blocks do not divide keeps the integer grid
 // (the first conv's single input channel, for MXFP4 and NVFP4), as the peers' filters leave
@@ -20,7 +23,8 @@
 //   options: --epochs N --qat-epochs N --train-size N --test-size N --batch N --seed N --data DIR
 //            --formats w4a8,mxfp4,nvfp4
 //
-// It ends with one line per format: `format=<f> float=<a> ptq=<b> qat=<c> recovered=<r>`.
+// It ends with one line per format:
+// `format=<f> float=<a> ptq=<b> qat=<c> recovered=<r> engine=<e> engine_same_top1=<t> engine_sqnr_db=<s>`.
 
 #include <chrono>
 #include <cstdio>
@@ -30,6 +34,8 @@
 #include <vector>
 
 #include <xquant/core/clone.hpp>
+#include <xquant/deploy/lower.hpp>
+#include <xquant/deploy/parity.hpp>
 #include <xquant/quantizers/calibrate.hpp>
 #include <xquant/quantizers/low_bit_format.hpp>
 #include <xquant/transform/low_bit_schemes.hpp>
@@ -127,9 +133,20 @@ int main(int argc, char** argv) try {
     const double recovered = lost > 0 ? (qat - ptq) / lost : 0.0;
     std::printf("%s qat: test_accuracy=%.4f images_per_second=%.0f (%.0f s)\n", f.name.c_str(), qat,
                 fashion::images_per_second(history), seconds());
-    char line[256];
-    std::snprintf(line, sizeof line, "format=%s float=%.4f ptq=%.4f qat=%.4f recovered=%.2f%s", f.name.c_str(),
-                  float_accuracy, ptq, qat, recovered, lost > 0 ? "" : " (PTQ lost nothing)");
+    // Deployment: the engine, its parity with the simulation, the kernels' size.
+    const auto engine = xq::deploy::lower(twin, {28, 28, 1});
+    const auto report = xq::deploy::parity(twin, engine, test.inputs, &test.targets, 500);
+    std::cout << engine.summary() << report.table();
+    std::size_t float_bytes = 0;
+    for (const auto& p : xq::trainable_parameters(model)) float_bytes += p->value.size() * 4;
+    std::printf("%s engine: %zu bytes of weights (float model: %zu), accuracy %.4f (%.0f s)\n", f.name.c_str(),
+                engine.weight_bytes(), float_bytes, report.engine_accuracy(), seconds());
+    char line[384];
+    std::snprintf(line, sizeof line,
+                  "format=%s float=%.4f ptq=%.4f qat=%.4f recovered=%.2f%s engine=%.4f engine_same_top1=%.4f "
+                  "engine_sqnr_db=%.1f",
+                  f.name.c_str(), float_accuracy, ptq, qat, recovered, lost > 0 ? "" : " (PTQ lost nothing)",
+                  report.engine_accuracy(), report.same_top1_share(), report.output_sqnr_db());
     lines.push_back(line);
   }
   for (const auto& l : lines) std::cout << l << "\n";

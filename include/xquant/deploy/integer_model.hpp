@@ -29,6 +29,7 @@
 #include "engine/integer_linear_op.hpp"
 #include "engine/integer_model.hpp"
 #include "engine/layout_ops.hpp"
+#include "engine/low_bit_ops.hpp"
 #include "engine/pooling_ops.hpp"
 #include "engine/quantize_ops.hpp"
 #include "engine/real_linear_op.hpp"

@@ -5,7 +5,11 @@
 /// quantizes (the engine's `parity_point`s: each quantized layer input) the report counts
 /// the integers that are identical and the largest difference in steps, and at the output
 /// the identical elements and the share of identical top-1 predictions (and, given labels,
-/// both accuracies; the table prints top-1 only with labels or for class scores).
+/// both accuracies; the table prints top-1 only with labels or for class scores). Each row
+/// and the output also give the SQNR (dB) of deployed against simulated values: infinite
+/// where the engine computes the simulation's values exactly. A low-bit format's dynamic
+/// activations (their values real, the scales each tensor's) are compared as values, and
+/// as codes on the simulation's grid of that tensor.
 ///
 /// The simulation's integers are its own quantizer applied to the float input the traced
 /// pass recorded (quantization_grid.hpp), so a row compares the two programs' integers at
@@ -34,7 +38,12 @@ struct parity_row {
   std::size_t identical = 0;
   std::int64_t max_steps = 0;     ///< the largest |difference| in steps of the grid
   std::size_t within_one_step = 0;  ///< elements at most one step apart (identical ones included)
+  /// Σ simulated², Σ (simulated - engine)² over the real values the integers stand for:
+  /// the signal-to-quantization-noise ratio of deployed against simulated.
+  double signal = 0, noise = 0;
   double share() const noexcept { return elements ? double(identical) / double(elements) : 1.0; }
+  /// 10 log10(signal / noise) in dB; +infinity where every value is identical.
+  XQ_DECL double sqnr_db() const noexcept;
   double share_within_one_step() const noexcept { return elements ? double(within_one_step) / double(elements) : 1.0; }
 };
 
@@ -49,6 +58,9 @@ struct parity_report {
   bool class_scores = false;
   double max_output_difference = 0;  ///< the largest |simulated - engine| output element
   std::size_t output_elements = 0, output_identical = 0;
+  double output_signal = 0, output_noise = 0;  ///< the outputs' Σ simulated², Σ difference²
+  /// The outputs' SQNR in dB (+infinity where identical).
+  XQ_DECL double output_sqnr_db() const noexcept;
 
   double same_top1_share() const noexcept { return samples ? double(same_top1) / double(samples) : 1.0; }
   double simulated_accuracy() const noexcept { return samples ? double(simulated_correct) / double(samples) : 0.0; }

@@ -47,9 +47,16 @@ class real_linear_op final : public lowered_op {
   XQ_DECL bool unit_kernel() const noexcept;
   bool batch_invariant() const noexcept override { return !dense && unit_kernel(); }
   XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  /// run's product on `x` (an input its rule accepted), without the op's value numbers:
+  /// what another op that multiplies by a float kernel (low_bit_linear_op) computes with.
+  XQ_DECL engine_tensor compute(const engine_tensor& x, const run_options& o) const;
   XQ_DECL std::string describe() const override;
   XQ_DECL engine_tensor infer(const std::vector<const engine_tensor*>& inputs, std::uint64_t& work) const override;
   XQ_DECL void encode(op_writer& w) const override;
+  /// encode's fields but the kernel (geometry, bias, fused pool), and their reader: for an
+  /// op that stores its kernel otherwise (low_bit_linear_op).
+  XQ_DECL void encode_geometry(op_writer& w) const;
+  XQ_DECL void decode_geometry(const op_reader& r);
   XQ_DECL std::size_t weight_bytes() const noexcept override;
   /// "real_conv2d", "real_dense".
   XQ_DECL static std::unique_ptr<lowered_op> decode(const std::string& kind, const op_reader& r);

@@ -154,6 +154,14 @@ class lowering {
   /// landed by the op before), a parity point. A binary grid is Larq's sign: bits.
   void lower(std::size_t, const graph_node& n, const op::quantize& q) {
     std::size_t v = value(n.inputs.at(0));
+    if (q.format) {  // a low-bit format: each tensor's scales, the format's own function
+      v = to_real(v, q.layer);
+      auto op = std::make_unique<low_bit_quantize_op>();
+      op->format = q.format;
+      v = emit(std::move(op), q.layer, {v}, meta_of(value_kind::real));
+      model_.parity_points.push_back(parity_point{q.label, q.layer, q.call, q.input, q.quantizer, v, false, q.output});
+      return map(n, v);
+    }
     if (is_binary(q.grid)) {
       if (meta_[v].kind != value_kind::bits) {
         if (meta_[v].kind == value_kind::integer) v = to_real(v, q.layer);
@@ -187,8 +195,73 @@ class lowering {
     if (meta_[v].kind == value_kind::bits)
       throw argument_error(n.layer, "a binary layer: Larq sign quantizers (ste_sign, approx_sign) on input and kernel",
                            "a ±1 input with another kernel quantizer (it has no integer form yet)");
-    if (l.kernel.quantized && !binary_kernel && meta_[v].kind == value_kind::integer) return lower_integer(i, n, l, v);
+    if (l.kernel.quantized && is_low_bit(l.kernel.q.grid)) return lower_low_bit(n, l, v);
+    // An integer layer whose output reaches a low-bit format's quantizer runs as the
+    // simulation's float product of its grid values: its int32 sum would leave through one
+    // float multiply, an ulp from the simulation's float sum, and a format whose scales
+    // follow the tensor (a block's shared exponent, NVFP4's tensor amax) turns an ulp into
+    // a step of every value in a block.
+    if (l.kernel.quantized && !binary_kernel && meta_[v].kind == value_kind::integer && !reaches_format(n.output))
+      return lower_integer(i, n, l, v);
     lower_real(n, l, v);
+  }
+
+  /// Whether value `v` reaches a low-bit format's quantize node through ops that are not
+  /// linear (activations, pools, batch norms, reshapes, merges).
+  bool reaches_format(value_id v) const {
+    std::vector<value_id> todo{v};
+    std::set<value_id> seen;
+    while (!todo.empty()) {
+      const value_id u = todo.back();
+      todo.pop_back();
+      if (!seen.insert(u).second) continue;
+      for (std::size_t c : g_.consumers(u)) {
+        const deploy_op& o = g_.nodes[c].op;
+        if (const auto* q = std::get_if<op::quantize>(&o)) {
+          if (q->format) return true;
+          continue;
+        }
+        if (std::holds_alternative<op::linear>(o) || std::holds_alternative<op::conv_transpose>(o) ||
+            std::holds_alternative<op::recurrence>(o))
+          continue;
+        todo.push_back(g_.nodes[c].output);
+      }
+    }
+    return false;
+  }
+
+  /// A low-bit format's kernel: blocks or float elements (quantizers/low_bit_format.hpp).
+  static bool is_low_bit(const quantization_grid& g) noexcept {
+    return g.block_size > 0 || is_float_element(g.element);
+  }
+
+  /// A layer with a low-bit kernel: the kernel stored packed as its format stores it, the
+  /// product the simulation's float product of the decoded kernel (low_bit_ops.hpp).
+  void lower_low_bit(const graph_node& n, const op::linear& l, std::size_t v) {
+    if (l.pad_value != 0.0f && l.geometry.padding == xq::padding::same)
+      throw argument_error(n.layer, "pad_values 0 for a layer with a low-bit kernel", xq::detail::concat(l.pad_value));
+    v = to_real(v, n.layer);
+    auto op = std::make_unique<low_bit_linear_op>();
+    const tensor& kernel = g_.weights.at(l.kernel.weight).value;
+    op->weights = packed_kernel::pack(std::vector<std::size_t>(kernel.shape().begin(), kernel.shape().end()),
+                                      l.kernel.q.grid, l.kernel.q.integers);
+    op->fold_divisor = l.kernel.fold_divisor;
+    configure_product(op->product, l);
+    op->path = n.layer;
+    op->prepare();
+    map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
+  }
+
+  /// A float product's geometry and bias, as the layer's (its kernel is the caller's).
+  void configure_product(real_linear_op& p, const op::linear& l) const {
+    p.has_bias = l.bias.present();
+    if (p.has_bias) p.bias = g_.weights[l.bias.weight].value;
+    p.transposed = l.transposed;
+    p.dense = l.shape == op::linear::form::dense;
+    p.depthwise = l.shape == op::linear::form::depthwise_conv2d;
+    p.strides = l.geometry.strides;
+    p.dilation = l.geometry.dilation;
+    p.padding = l.geometry.padding == xq::padding::same ? 1 : 0;
   }
 
   /// A layer left in float (its input or kernel not quantized, or a ±1 kernel on a float
@@ -199,14 +272,7 @@ class lowering {
     v = to_real(v, n.layer);
     auto op = std::make_unique<real_linear_op>();
     op->kernel = simulated_kernel(l.kernel, n.layer);
-    op->has_bias = l.bias.present();
-    if (op->has_bias) op->bias = g_.weights[l.bias.weight].value;
-    op->transposed = l.transposed;
-    op->dense = l.shape == op::linear::form::dense;
-    op->depthwise = l.shape == op::linear::form::depthwise_conv2d;
-    op->strides = l.geometry.strides;
-    op->dilation = l.geometry.dilation;
-    op->padding = l.geometry.padding == xq::padding::same ? 1 : 0;
+    configure_product(*op, l);
     map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
   }
 

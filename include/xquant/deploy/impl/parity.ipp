@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -80,15 +81,39 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
     // The simulation's integers: its own quantizer's inference output on the traced input,
     // read on that quantizer's grid.
     const quantization_grid grid = grid_of(*q->second, x, p.quantizer_path);
-    const std::vector<std::int32_t> sim = grid_integers(grid, detail::inference_output(*q->second, x), p.quantizer_path);
-    const std::vector<std::int32_t> ours = e.integers();
+    const tensor simulated_values = detail::inference_output(*q->second, x);
+    const std::vector<std::int32_t> sim = grid_integers(grid, simulated_values, p.quantizer_path);
     row.grid = describe(grid);
+    if (e.kind == value_kind::real) {  // a low-bit format's values (scales from the tensor)
+      const tensor ours = e.to_real();
+      std::vector<std::int32_t> codes;
+      try {
+        codes = grid_integers(grid, ours, p.quantizer_path);
+      } catch (const argument_error&) {  // off the simulation's grid: counted as far apart
+      }
+      for (std::size_t i = 0; i < sim.size(); ++i) {
+        ++row.elements;
+        const double a = simulated_values.data()[i], b = ours.data()[i];
+        row.signal += a * a;
+        row.noise += (a - b) * (a - b);
+        if (a == b) ++row.identical;
+        const std::int64_t d = codes.empty() ? std::int64_t(1) << 30 : std::int64_t(sim[i]) - std::int64_t(codes[i]);
+        if (a == b || (d >= -1 && d <= 1)) ++row.within_one_step;
+        if (a != b) row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
+      }
+      continue;
+    }
+    const std::vector<std::int32_t> ours = e.integers();
     for (std::size_t i = 0; i < sim.size(); ++i) {
       ++row.elements;
       const std::int64_t d = std::int64_t(sim[i]) - std::int64_t(ours[i]);
       if (d == 0) ++row.identical;
       if (d >= -1 && d <= 1) ++row.within_one_step;
       row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
+      // In steps of the grid: the values' SQNR wherever the grid has one scale.
+      const double centred = double(sim[i]) - double(grid.zero_point.empty() ? 0 : grid.zero_point[0]);
+      row.signal += centred * centred;
+      row.noise += double(d) * double(d);
     }
   }
   // The outputs: elementwise, and top-1 over the last axis of the first.
@@ -104,6 +129,8 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
     for (std::size_t i = 0; i < ours.size(); ++i) {
       const double d = std::fabs(double(simulated[k].data()[i]) - double(ours.data()[i]));
       report.max_output_difference = std::max(report.max_output_difference, d);
+      report.output_signal += double(simulated[k].data()[i]) * double(simulated[k].data()[i]);
+      report.output_noise += d * d;
       ++report.output_elements;
       if (d == 0) ++report.output_identical;
     }
@@ -174,19 +201,29 @@ XQ_DECL parity_report parity_model(const model_handle& m, const integer_model& e
 
 }  // namespace detail
 
+namespace detail {
+inline double sqnr(double signal, double noise) noexcept {
+  if (noise == 0) return std::numeric_limits<double>::infinity();
+  return 10.0 * std::log10(signal / noise);
+}
+}  // namespace detail
+
+XQ_DECL double parity_row::sqnr_db() const noexcept { return detail::sqnr(signal, noise); }
+XQ_DECL double parity_report::output_sqnr_db() const noexcept { return detail::sqnr(output_signal, output_noise); }
+
 XQ_DECL std::string parity_report::table() const {
   std::ostringstream s;
   char line[256];
-  std::snprintf(line, sizeof line, "%-34s %12s %12s %10s %6s\n", "quantized tensor", "elements", "identical", "share",
-                "max|d|");
+  std::snprintf(line, sizeof line, "%-34s %12s %12s %10s %6s %9s\n", "quantized tensor", "elements", "identical", "share",
+                "max|d|", "SQNR dB");
   s << line;
   for (const parity_row& r : rows) {
-    std::snprintf(line, sizeof line, "%-34s %12zu %12zu %9.5f%% %6lld\n", r.label.c_str(), r.elements, r.identical,
-                  100.0 * r.share(), static_cast<long long>(r.max_steps));
+    std::snprintf(line, sizeof line, "%-34s %12zu %12zu %9.5f%% %6lld %9.1f\n", r.label.c_str(), r.elements, r.identical,
+                  100.0 * r.share(), static_cast<long long>(r.max_steps), r.sqnr_db());
     s << line;
   }
-  std::snprintf(line, sizeof line, "output: %zu of %zu elements identical, max |difference| %.3g\n", output_identical,
-                output_elements, max_output_difference);
+  std::snprintf(line, sizeof line, "output: %zu of %zu elements identical, max |difference| %.3g, SQNR %.1f dB\n",
+                output_identical, output_elements, max_output_difference, output_sqnr_db());
   s << line;
   // A top-1 over the last axis of a regression's output (a flow field's two components
   // per pixel) counts nothing a user asked about: only for class scores or with labels.

@@ -16,6 +16,7 @@
 #include "integer_model.ipp"
 #include "integer_model_file.ipp"
 #include "layout_ops.ipp"
+#include "low_bit_ops.ipp"
 #include "lowered_op.ipp"
 #include "op_codec.ipp"
 #include "op_registry.ipp"

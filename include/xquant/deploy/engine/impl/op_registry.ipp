@@ -16,6 +16,7 @@
 #include "../gather_op.hpp"
 #include "../integer_linear_op.hpp"
 #include "../layout_ops.hpp"
+#include "../low_bit_ops.hpp"
 #include "../op_registry.hpp"
 #include "../pooling_ops.hpp"
 #include "../quantize_ops.hpp"
@@ -55,6 +56,9 @@ struct op_registry {
         {"gather", &gather_op::decode},
         {"constant", &constant_op::decode},
         {"correlation", &correlation_op::decode},
+        {"low_bit_quantize", &low_bit_quantize_op::decode},
+        {"low_bit_dense", &low_bit_linear_op::decode},
+        {"low_bit_conv2d", &low_bit_linear_op::decode},
     };
     for (const auto& e : engine_ops) decoders[e.first] = e.second;
     for (const std::string& f : real_function_op::functions()) decoders[f] = &real_function_op::decode;

@@ -34,7 +34,11 @@ XQ_DECL bool real_linear_op::unit_kernel() const noexcept {
 }
 
 XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
-  const engine_tensor& x = values.at(inputs.at(0));
+  engine_tensor out = compute(values.at(inputs.at(0)), o);
+  values[output] = std::move(out);
+}
+
+XQ_DECL engine_tensor real_linear_op::compute(const engine_tensor& x, const run_options& o) const {
   if (!o.reference_kernels && unit_kernel() && x.shape.size() == 4 && x.shape[3] == kernel.shape()[2]) {
     // A binarized stem: summed directly, the bits of the im2col + GEMM path below.
     conv2d_geometry cg;
@@ -63,8 +67,7 @@ XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_o
       unit_kernel_conv2d_f32(x.real.data(), w.batch, w.in_h, w.in_w, w.channels, g, kernel.data(), f, b,
                              out.real.data());
     }
-    values[output] = std::move(out);
-    return;
+    return out;
   }
   tensor in = tensor::from_shape(x.shape);
   std::copy(x.real.begin(), x.real.end(), in.data());
@@ -98,7 +101,7 @@ XQ_DECL void real_linear_op::run(std::vector<engine_tensor>& values, const run_o
     }
     out = std::move(p);
   }
-  values[output] = std::move(out);
+  return out;
 }
 
 XQ_DECL std::string real_linear_op::describe() const {
@@ -157,8 +160,12 @@ XQ_DECL engine_tensor real_linear_op::infer(const std::vector<const engine_tenso
 }
 
 XQ_DECL void real_linear_op::encode(op_writer& w) const {
-  w.flag("depthwise", depthwise);
   w.tensor_value("kernel", kernel);
+  encode_geometry(w);
+}
+
+XQ_DECL void real_linear_op::encode_geometry(op_writer& w) const {
+  w.flag("depthwise", depthwise);
   w.flag("has_bias", has_bias);
   if (has_bias) w.tensor_value("bias", bias);
   w.sizes("strides", {strides[0], strides[1]});
@@ -176,20 +183,24 @@ XQ_DECL std::size_t real_linear_op::weight_bytes() const noexcept {
 XQ_DECL std::unique_ptr<lowered_op> real_linear_op::decode(const std::string& kind, const op_reader& r) {
   auto op = std::make_unique<real_linear_op>();
   op->dense = kind == "real_dense";
-  op->depthwise = r.flag("depthwise");
   op->kernel = r.tensor_value("kernel", std::uint64_t(1) << 28);
-  op->has_bias = r.flag("has_bias");
-  if (op->has_bias) op->bias = r.tensor_value("bias", std::uint64_t(1) << 28);
-  const auto strides = r.sizes("strides", 2, max_window_extent), dilation = r.sizes("dilation", 2, max_window_extent);
-  if (strides.size() != 2 || dilation.size() != 2) r.fail("expected two strides and two dilations");
-  op->strides = {strides[0], strides[1]};
-  op->dilation = {dilation[0], dilation[1]};
-  op->padding = int(r.integer("padding", 0, 1));
-  op->pad_value = float(r.number("pad_value"));
-  op->transposed = r.flag("transposed");
-  op->pooled = r.has("max_pool");
-  if (op->pooled) op->pool = r.window("max_pool");
+  op->decode_geometry(r);
   return op;
+}
+
+XQ_DECL void real_linear_op::decode_geometry(const op_reader& r) {
+  depthwise = r.flag("depthwise");
+  has_bias = r.flag("has_bias");
+  if (has_bias) bias = r.tensor_value("bias", std::uint64_t(1) << 28);
+  const auto s = r.sizes("strides", 2, max_window_extent), d = r.sizes("dilation", 2, max_window_extent);
+  if (s.size() != 2 || d.size() != 2) r.fail("expected two strides and two dilations");
+  strides = {s[0], s[1]};
+  dilation = {d[0], d[1]};
+  padding = int(r.integer("padding", 0, 1));
+  pad_value = float(r.number("pad_value"));
+  transposed = r.flag("transposed");
+  pooled = r.has("max_pool");
+  if (pooled) pool = r.window("max_pool");
 }
 
 }  // namespace xq::deploy

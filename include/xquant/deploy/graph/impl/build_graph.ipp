@@ -86,8 +86,20 @@ XQ_DECL value_id graph_building::quantize(value_id v, const quantizer_base& q, c
                          "deploys it anyway)");
   const traced_call& c = trace->calls()[i];
   op::quantize p;
-  p.grid = grid_of(q, traced, q.path());
   p.format = q.dynamic_format();
+  if (!p.format) {
+    p.grid = grid_of(q, traced, q.path());
+  } else {
+    // A format's grid is each tensor's; the node keeps the traced one's, or, where that
+    // has none (all zeros: NVFP4's tensor scale 0), a tensor of ones' (the same layout).
+    try {
+      p.grid = grid_of(q, traced, q.path());
+    } catch (const argument_error&) {
+      tensor ones = tensor::from_shape(traced.shape());
+      std::fill(ones.begin(), ones.end(), 1.0f);
+      p.grid = grid_of(q, ones, q.path());
+    }
+  }
   p.quantizer = q.path();
   p.description = q.describe();
   p.label = label(i, input, output);

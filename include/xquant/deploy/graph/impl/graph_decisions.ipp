@@ -34,9 +34,11 @@ inline bool passes_rounding(const deploy_op& o) {
   return a && a->f == op::activation::function::relu6;
 }
 
-/// A per-tensor integer grid an integer op can land on.
+/// A per-tensor integer grid an integer op can land on (not a low-bit format's: its scales
+/// are each tensor's).
 inline bool landable(const op::quantize& q) {
-  return !q.grid.per_channel && q.grid.channels() == 1 && !is_binary(q.grid);
+  return !q.grid.per_channel && q.grid.channels() == 1 && !is_binary(q.grid) && !q.format &&
+         q.grid.element == grid_element::integer;
 }
 
 /// The quantize node every use of `v` reaches through ops that pass rounding (see the

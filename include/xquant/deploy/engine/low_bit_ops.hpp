@@ -1,0 +1,101 @@
+#pragma once
+/// \file low_bit_ops.hpp
+/// The engine's low-bit ops (issue 36): the formats of quantizers/low_bit_format.hpp
+/// (torchao's int4 groups and per-token int8, FP8, OCP MX, NVFP4) as a deployed model runs
+/// them.
+///
+///  - `low_bit_quantize_op`: a dynamic activation quantizer — each tensor's scales from the
+///    tensor itself, per token or block, with the format's own function, so its values are
+///    the simulation's bit for bit (a parity point);
+///  - `low_bit_linear_op`: a dense or convolution layer whose kernel is stored as the
+///    format stores it — codes packed two per byte for 4-bit elements, block scales in their
+///    own width (E8M0 and UE4M3: one byte; float32: four) and NVFP4's float32 tensor scale —
+///    and decoded once when the model is made or loaded. Its product is xquant's float
+///    product of the decoded kernel and the input the simulation multiplies it by, so it
+///    computes what the simulation computed (a batch norm folded in divides the decoded
+///    kernel's channels as the simulation does).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../config.hpp"
+#include "../../quantizers/low_bit_format.hpp"
+#include "../../quantizers/quantization_grid.hpp"
+#include "lowered_op.hpp"
+#include "real_linear_op.hpp"
+
+namespace xq::deploy {
+
+/// A kernel as a low-bit format stores it: its shape, its grid (elements, blocks along the
+/// reduction axis, scales) and its codes (integers or element codes), `bits` each.
+struct packed_kernel {
+  std::vector<std::size_t> shape;
+  quantization_grid grid;
+  /// Codes of `bits` (4 or 8) bits, element i in byte i / 2 (low nibble first) for 4 bits.
+  std::vector<std::uint8_t> codes;
+  int bits = 8;
+
+  /// Packs the integers or codes of a grid (a weight_use's q.integers).
+  XQ_DECL static packed_kernel pack(const std::vector<std::size_t>& shape, const quantization_grid& grid,
+                                    const std::vector<std::int32_t>& integers);
+  /// The integer or code of element i.
+  XQ_DECL std::int32_t code(std::size_t i) const noexcept;
+  /// The values the codes stand for: element · (scale · tensor scale), or (q - zp) · scale,
+  /// each product rounded to float32 (what DequantizeLinear computes, and the simulation).
+  XQ_DECL tensor decode() const;
+  /// Bytes of codes and scales as stored (scales in their storage width).
+  XQ_DECL std::size_t stored_bytes() const noexcept;
+  XQ_DECL std::size_t elements() const noexcept;
+  /// Bits per element, scales included: 4.25 for MXFP4, 4.5 for NVFP4, 5 for int4 groups of
+  /// 32 with float32 scales.
+  double bits_per_value() const noexcept { return elements() ? 8.0 * double(stored_bytes()) / double(elements()) : 0.0; }
+};
+
+/// real -> real: the format's quantize-dequantize, scales from each tensor.
+class low_bit_quantize_op final : public lowered_op {
+ public:
+  low_bit_format format;
+  const char* kind() const noexcept override { return "low_bit_quantize"; }
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+  /// Per-token and per-block scales only: a tensor-wide statistic (NVFP4's two-level
+  /// amax, FP8 per tensor) depends on the batch, as in the simulation.
+  XQ_DECL bool batch_invariant() const noexcept override;
+  XQ_DECL engine_tensor infer(const std::vector<const engine_tensor*>& inputs, std::uint64_t& work) const override;
+  XQ_DECL void encode(op_writer& w) const override;
+  XQ_DECL static std::unique_ptr<lowered_op> decode(const std::string& kind, const op_reader& r);
+};
+
+/// A dense or convolution layer with a low-bit kernel (see the file comment). Input: the
+/// real tensor the simulation multiplies the kernel by.
+class low_bit_linear_op final : public lowered_op {
+ public:
+  packed_kernel weights;
+  /// A batch norm folded into the kernel: the decoded kernel's output channels divided by
+  /// these (xq::ops::divide_channels), as the simulation divides them. Empty: none.
+  std::vector<float> fold_divisor;
+  /// The float product's geometry and bias (its kernel is the decoded one: `prepare`).
+  real_linear_op product;
+
+  const char* kind() const noexcept override { return product.dense ? "low_bit_dense" : "low_bit_conv2d"; }
+  /// Decodes the kernel into `product` (call after setting the fields; decode does).
+  XQ_DECL void prepare();
+  XQ_DECL void run(std::vector<engine_tensor>& values, const run_options& o) const override;
+  XQ_DECL std::string describe() const override;
+  bool batch_invariant() const noexcept override { return product.batch_invariant(); }
+  XQ_DECL engine_tensor infer(const std::vector<const engine_tensor*>& inputs, std::uint64_t& work) const override;
+  XQ_DECL void encode(op_writer& w) const override;
+  /// The stored codes, scales and bias.
+  XQ_DECL std::size_t weight_bytes() const noexcept override;
+  /// "low_bit_dense", "low_bit_conv2d".
+  XQ_DECL static std::unique_ptr<lowered_op> decode(const std::string& kind, const op_reader& r);
+};
+
+}  // namespace xq::deploy
+
+#if !defined(XQ_SEPARATE_COMPILATION)
+#include "impl/low_bit_ops.ipp"
+#endif
