@@ -4,6 +4,7 @@
 
 #include "binary_gemm.ipp"
 #include "binary_ops.ipp"
+#include "block_scaled_gemm.ipp"
 #include "constant_op.ipp"
 #include "correlation_op.ipp"
 #include "elementwise_ops.ipp"
