@@ -319,5 +319,9 @@ TEST_CASE("block_scaled_gemm: bad activations", "[deploy][block_scaled_gemm]") {
   CHECK_THROWS_AS(xq::deploy::block_scaled_gemm(pr.m, pr.activations(), p, c.data()), std::invalid_argument);
   pr.za[2] = -1;
   CHECK_THROWS_AS(xq::deploy::block_scaled_gemm(pr.m, pr.activations(), p, c.data()), std::invalid_argument);
+  pr.za[2] = 3;
+  block_scaled_activations short_rows = pr.activations();
+  short_rows.ld = pr.k - 1;
+  CHECK_THROWS_AS(xq::deploy::block_scaled_gemm(pr.m, short_rows, p, c.data()), std::invalid_argument);
   CHECK_THROWS_AS(p.value(40, 0), std::out_of_range);
 }

@@ -44,9 +44,9 @@
 /// __AVX512VNNI__ with __AVX512BW__), AVX-VNNI (`_mm256_dpbusd_avx_epi32`, __AVXVNNI__),
 /// AVX2 (weights sign-extended to int16, VPMADDWD: exact 16-bit products and int32 pair
 /// sums; never VPMADDUBSW, whose int16 pair sums saturate at 255 * 128 * 2 > 32767) and a
-/// portable loop. Threads (OpenMP) over tiles of rows x column panels when m * n * K >=
-/// XQ_INTEGER_GEMM_PARALLEL_THRESHOLD; each entry of C is computed by one tile whatever the
-/// split, so the bits do not depend on the thread count.
+/// portable loop. Threads (OpenMP) over (block of 64 rows, panel of 16 columns) items when
+/// m * n * K >= XQ_INTEGER_GEMM_PARALLEL_THRESHOLD; each entry of C is computed by one tile
+/// whatever the split, so the bits do not depend on the thread count.
 
 #include <cstddef>
 #include <cstdint>
@@ -67,7 +67,7 @@ enum class block_element {
 /// Bits one element of `kind` takes in storage (4 or 8).
 inline int element_bits(block_element kind) noexcept { return kind == block_element::int8 ? 8 : 4; }
 
-/// The activations' side: m rows of K uint8 codes, `ld` apart; one zero point per row
+/// The activations' side: m rows of K uint8 codes, `ld` (>= K) apart; one zero point per row
 /// (null: all 0); scale sa[i][b] = scales[i * scale_row_stride + b * scale_block_stride]
 /// (per-token activations: row stride 1, block stride 0; per-block: blocks, 1).
 struct block_scaled_activations {

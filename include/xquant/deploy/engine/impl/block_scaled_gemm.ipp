@@ -521,6 +521,9 @@ XQ_DECL void block_scaled_gemm(std::size_t m, const block_scaled_activations& a,
   }
   if (!a.codes || !a.scales)
     throw std::invalid_argument("xquant: block_scaled_gemm: the activations need codes and scales, got null");
+  if (m > 1 && a.ld < k)
+    throw std::invalid_argument("xquant: block_scaled_gemm: the activations' rows must be at least K = " +
+                                std::to_string(k) + " codes apart, got ld = " + std::to_string(a.ld));
   if (a.zero_points)
     for (std::size_t i = 0; i < m; ++i)
       if (a.zero_points[i] < 0 || a.zero_points[i] > 255)
