@@ -6,7 +6,7 @@
         [--min-share 0.9999] [--top1] [--min-top1 SHARE] [--report out.json]
         [--save-optimized PATH] [--paths reference,optimized] [--labels OUT=labels.npy]
         [--exact-integers] [--allow [PATH:]OUT=COUNT[@STEPS] ...] [--save-outputs DIR]
-        [--float-rule range|elementwise]
+        [--float-rule range|elementwise] [--evaluator onnxruntime|reference]
 
 1. `onnx.checker.check_model(onnx.load(MODEL), full_check=True)` (shape inference included).
 2. onnxruntime on CPUExecutionProvider, twice (an input whose .npy type differs from the
@@ -45,6 +45,9 @@
    --save-outputs DIR writes what onnxruntime computed for each --expected output as
    DIR/<path>.<output>.npy (characters other than letters, digits, '.', '-' and '_' as '_'),
    for a caller that scores them itself (an end-point error, say).
+   --evaluator reference runs ONNX's reference evaluator (onnx.reference.ReferenceEvaluator,
+   the operators' semantics in numpy) instead of onnxruntime, as one path named "evaluator":
+   for files onnxruntime cannot run (FLOAT4E2M1 at opset 23, FLOAT8E8M0 scales at opset 24).
 
 Exit status: 0 when the checker passes and every share (and top-1 share, with --min-top1)
 is at least the minimum; 1 when the checker fails or a share is below it; 2 for a usage
@@ -186,6 +189,34 @@ def compare(np, got, want, step, max_listed=5, float_rule="range"):
     }
 
 
+class EvaluatorSession:
+    """onnx.reference.ReferenceEvaluator behind the part of onnxruntime's session API used here."""
+
+    class _Info:
+        def __init__(self, name, type_name):
+            self.name, self.type = name, type_name
+
+    def __init__(self, np, onnx, evaluator, path):
+        model = onnx.load(path)
+        self._evaluator = evaluator(model)
+        names = {v: k for k, v in onnx.TensorProto.DataType.items()}
+        ort_name = {"FLOAT": "float", "DOUBLE": "double", "INT64": "int64", "INT32": "int32", "INT8": "int8",
+                    "UINT8": "uint8", "BOOL": "bool"}
+        init = {t.name for t in model.graph.initializer}
+        self._inputs = [self._Info(i.name, "tensor(" + ort_name.get(names[i.type.tensor_type.elem_type], "float") + ")")
+                        for i in model.graph.input if i.name not in init]
+        self._outputs = [self._Info(o.name, "") for o in model.graph.output]
+
+    def get_inputs(self):
+        return self._inputs
+
+    def get_outputs(self):
+        return self._outputs
+
+    def run(self, names, feeds):
+        return self._evaluator.run(names, feeds)
+
+
 def top1_share(np, got, want):
     if got.ndim < 1 or got.shape[-1] == 0:
         return None
@@ -223,6 +254,9 @@ def main(argv=None):
                     help="float outputs without --step: within 1e-4 of the output's largest magnitude (range, "
                          "the default: float rounding of the same integers) or within 1e-5 of each element "
                          "(elementwise, the strict rule)")
+    ap.add_argument("--evaluator", choices=("onnxruntime", "reference"), default="onnxruntime",
+                    help="run the model in onnxruntime (its reference and optimized paths) or in ONNX's "
+                         "reference evaluator (one path, \"evaluator\")")
     args = ap.parse_args(argv)
     chosen = [p.strip() for p in args.paths.split(",") if p.strip()]
     if not chosen or any(p not in ("reference", "optimized") for p in chosen):
@@ -297,6 +331,8 @@ def main(argv=None):
              ("optimized", ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
               {"session.x64quantprecision": "1"} if precision_fix else {})]
     paths = [p for p in paths if p[0] in chosen]
+    if args.evaluator == "reference":
+        paths = [("evaluator", None, {})]
     print(f"onnx_check: onnxruntime {ort.__version__}, CPU VNNI: "
           f"{', '.join(vnni) if vnni else ('none' if vnni is not None else 'unknown (no /proc/cpuinfo)')}"
           f"{'; optimized path with session.x64quantprecision=1' if precision_fix else ''}")
@@ -304,18 +340,27 @@ def main(argv=None):
     failed = False
     rows = []
     for path_name, level, config in paths:
-        so = ort.SessionOptions()
-        so.graph_optimization_level = level
-        for key, value in config.items():
-            so.add_session_config_entry(key, value)
-        if path_name == "optimized" and args.save_optimized:
-            so.optimized_model_filepath = args.save_optimized
-        try:
-            session = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
-        except Exception as e:
-            print(f"onnx_check: onnxruntime cannot load the model ({path_name}): {e}")
-            report["paths"][path_name] = {"error": str(e)}
-            return finish(1)
+        if path_name == "evaluator":
+            try:
+                from onnx.reference import ReferenceEvaluator
+                session = EvaluatorSession(np, onnx, ReferenceEvaluator, args.model)
+            except Exception as e:
+                print(f"onnx_check: the reference evaluator cannot load the model: {e}")
+                report["paths"][path_name] = {"error": str(e)}
+                return finish(1)
+        else:
+            so = ort.SessionOptions()
+            so.graph_optimization_level = level
+            for key, value in config.items():
+                so.add_session_config_entry(key, value)
+            if path_name == "optimized" and args.save_optimized:
+                so.optimized_model_filepath = args.save_optimized
+            try:
+                session = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
+            except Exception as e:
+                print(f"onnx_check: onnxruntime cannot load the model ({path_name}): {e}")
+                report["paths"][path_name] = {"error": str(e)}
+                return finish(1)
         declared = {i.name: i for i in session.get_inputs()}
         for name in feeds:
             if name not in declared:

@@ -67,4 +67,5 @@ XQ_DECL onnx::model export_graph(const deploy_graph& g, const export_options& o 
 #if !defined(XQ_SEPARATE_COMPILATION)
 #include "impl/export_graph.ipp"
 #include "impl/onnx_weights.ipp"
+#include "impl/onnx_low_bit.ipp"
 #endif

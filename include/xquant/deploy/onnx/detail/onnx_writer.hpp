@@ -51,6 +51,12 @@ struct onnx_layout {
 /// Whether `g` is a binary grid (±1 times its scale: Larq's signs).
 inline bool binary_grid(const quantization_grid& g) noexcept { return g.num_bits == 1 && g.qmin == -1 && g.qmax == 1; }
 
+/// Whether `g` is a low-bit format's grid (blocked, or of float elements): stored by
+/// onnx_low_bit.ipp, never through the int8 per-channel path.
+inline bool low_bit_grid(const quantization_grid& g) noexcept {
+  return g.granularity() == grid_granularity::per_block || is_float_element(g.element);
+}
+
 class onnx_writer {
  public:
   /// `o.opset` resolved (13, or 19 and later).
@@ -133,6 +139,26 @@ class onnx_writer {
   XQ_DECL std::string tied_use(const std::string& stored, const weight_use& u, const onnx_layout& l,
                                const tensor& value);
 
+  // ---- low-bit formats (onnx_low_bit.ipp) ------------------------------------------------
+  /// A low-bit kernel (low_bit_grid): its elements (int4 / int2 / int8, FLOAT8E4M3FN or, in
+  /// the spec form, FLOAT4E2M1) and scales (float32; FLOAT8E8M0 in the spec form; NVFP4's
+  /// FLOAT8E4M3FN block scales dequantized by the tensor scale) through a blocked
+  /// DequantizeLinear along the layout's image of the grid's axis. Checks that the file
+  /// dequantizes to the simulation's values, element for element.
+  XQ_DECL std::string low_bit_kernel(std::size_t i, const weight_use& u, onnx_layout& l, const std::string& name);
+  /// A dynamic quantization point (op::quantize with a format): the operators that compute
+  /// each tensor's scales and values in the simulation's order of float operations.
+  XQ_DECL onnx_value dynamic_quantize(std::size_t i, const op::quantize& q);
+  /// ReduceMax / ReduceMin / ReduceSum over `axes`: an attribute to opset 17 (ReduceSum: 12),
+  /// an input from 18 (13).
+  XQ_DECL std::string reduce(const std::string& op, const std::string& x, const std::vector<std::int64_t>& axes,
+                             bool keepdims, const std::string& name);
+  /// A float32 initializer of `values` along one axis (a lookup table, thresholds).
+  XQ_DECL std::string floats(const std::string& name, const std::vector<float>& values);
+  /// Exposes `value` (of type `t`, dims `dims`) as graph output `name` once.
+  XQ_DECL void expose(const std::string& value, const std::string& name, onnx::data_type t,
+                      std::vector<onnx::dimension> dims);
+
   const deploy_graph& g_;
   export_options o_;
   onnx::graph out_;
@@ -153,6 +179,12 @@ class onnx_writer {
     std::string stored, scale, zero_point;
     onnx_layout layout;
     bool quantize = false, dequantize = false;
+    /// A low-bit kernel: its blocked DequantizeLinear's block size (0: per tensor or axis),
+    /// and the second level of a two-level scale (NVFP4: `scale` holds the FLOAT8E4M3FN block
+    /// scales, dequantized by `tensor_scale`); `e8m0`: `scale` is FLOAT8E8M0 (spec form).
+    std::int64_t block_size = 0;
+    std::string tensor_scale;
+    bool e8m0 = false;
   };
   std::map<std::string, stored_weight> weights_;
   std::map<std::string, std::vector<std::string>> biases_;  ///< a bias's initializers, by layer and input scale

@@ -6,3 +6,4 @@
 #include "export_graph.ipp"
 #include "onnx_model.ipp"
 #include "onnx_weights.ipp"
+#include "onnx_low_bit.ipp"

@@ -266,6 +266,10 @@ XQ_DECL std::string onnx_writer::qdq(const std::string& x, const op::quantize& q
 
 XQ_DECL void onnx_writer::translate(std::size_t i, const op::quantize& q) {
   const graph_node& n = g_.nodes[i];
+  if (q.format) {  // a low-bit format's scales from each tensor (onnx_low_bit.ipp)
+    set_output(i, dynamic_quantize(i, q));
+    return;
+  }
   onnx_value v = input(i, 0);
   if (binary_grid(q.grid)) {  // Larq's sign: +scale for x >= 0 (sign(0) = +1), else -scale
     note(q.quantizer, q.description, q.grid);
@@ -590,12 +594,30 @@ XQ_DECL void onnx_writer::translate(std::size_t i, const op::constant& c) {
 
 XQ_DECL onnx::model export_graph(const deploy_graph& g, const export_options& o) {
   export_options chosen = o;
-  // Automatic (opset 0): 13 unless an activation grid needs 16-bit QuantizeLinear (21).
+  // Automatic (opset 0): 13 unless an activation grid needs 16-bit QuantizeLinear (21) or a
+  // low-bit format is in the graph: 21 (blocked DequantizeLinear, FLOAT8 Cast), 25 for a
+  // kernel of 2-bit integers (INT2), 24 in the spec form (FLOAT4E2M1, FLOAT8E8M0).
   if (!chosen.opset) {
     chosen.opset = 13;
-    for (const graph_node& n : g.nodes)
-      if (const auto* q = std::get_if<op::quantize>(&n.op))
-        if (!detail::binary_grid(q->grid) && !q->grid.fits_int8() && !q->grid.fits_uint8()) chosen.opset = 21;
+    const std::int64_t low_bit = o.low_bit_form == onnx_low_bit_form::spec ? 24 : 21;
+    auto kernel = [&](const weight_use& u) {
+      if (!u.quantized || !detail::low_bit_grid(u.q.grid)) return;
+      chosen.opset = std::max(chosen.opset, low_bit);
+      const quantization_grid& k = u.q.grid;
+      if (!is_float_element(k.element) && k.qmin >= -2 && k.qmax <= 1 && k.symmetric())
+        chosen.opset = std::max<std::int64_t>(chosen.opset, 25);
+    };
+    for (const graph_node& n : g.nodes) {
+      if (const auto* q = std::get_if<op::quantize>(&n.op)) {
+        if (q->format) chosen.opset = std::max(chosen.opset, low_bit);
+        else if (!detail::binary_grid(q->grid) && !q->grid.fits_int8() && !q->grid.fits_uint8())
+          chosen.opset = std::max<std::int64_t>(chosen.opset, 21);
+      }
+      if (const auto* l = std::get_if<op::linear>(&n.op)) kernel(l->kernel);
+      if (const auto* t = std::get_if<op::gather>(&n.op)) kernel(t->table);
+      if (const auto* t = std::get_if<op::conv_transpose>(&n.op)) kernel(t->kernel);
+      if (const auto* r = std::get_if<op::recurrence>(&n.op)) kernel(r->recurrent_kernel);
+    }
   }
   return detail::onnx_writer(g, chosen).run();
 }

@@ -177,11 +177,22 @@ XQ_DECL std::string onnx_writer::weight(std::size_t i, const weight_use& u, onnx
   }();
   const graph_weight& w = g_.weights[u.weight];
   const std::string where = u.quantized ? u.q.quantizer : n.layer;
-  const onnx_layout l = layout_of(k, raw.shape(), u.quantized ? &u.q.grid : nullptr, where);
+  const bool low_bit = u.quantized && low_bit_grid(u.q.grid);
+  const onnx_layout l = layout_of(k, raw.shape(), u.quantized && !low_bit ? &u.q.grid : nullptr, where);
   if (layout) *layout = l;
   if (u.quantized && u.q.integers.size() != raw.size())
     throw argument_error(where, xq::detail::concat(raw.size(), " integers of the kernel"),
                          xq::detail::concat(u.q.integers.size()));
+  // A low-bit format's kernel: its elements and block scales (onnx_low_bit.ipp).
+  if (low_bit) {
+    if (w.tied() && o_.share_reused_weights)
+      throw argument_error(where, "an 8-bit integer grid for a use of a weight tied between layers",
+                           describe(u.q.grid));
+    onnx_layout blocked = l;
+    const std::string x = low_bit_kernel(i, u, blocked, name);
+    if (layout) *layout = blocked;
+    return x;
+  }
   const std::vector<float> floats(raw.begin(), raw.end());
 
   // A weight tied between layers is ONE float initializer; each quantized use rounds it
@@ -356,7 +367,7 @@ XQ_DECL void onnx_writer::translate(std::size_t i, const op::linear& l) {
   // s_w per output channel, where the kernel is on an integer grid with its scales on the
   // output axis.
   std::vector<float> s_w;
-  if (l.kernel.quantized && !binary_grid(l.kernel.q.grid)) {
+  if (l.kernel.quantized && !binary_grid(l.kernel.q.grid) && !low_bit_grid(l.kernel.q.grid)) {
     const quantization_grid& g = l.kernel.q.grid;
     const std::int64_t out_axis = dense && !l.transposed ? 1 : 0;
     if (lay.axis < 0) s_w.assign(f, g.scale.at(0));
@@ -369,7 +380,7 @@ XQ_DECL void onnx_writer::translate(std::size_t i, const op::linear& l) {
   const std::size_t p = quantized_by(g_, n.inputs.at(0));
   if (p != no_index)
     if (const auto* q = std::get_if<op::quantize>(&g_.nodes[p].op))
-      if (!binary_grid(q->grid) && q->grid.channels() == 1) s_in = q->grid.scale.at(0);
+      if (!binary_grid(q->grid) && !q->format && !q->grid.dynamic && q->grid.channels() == 1) s_in = q->grid.scale.at(0);
 
   // The bias: the absorbed batch norm's affine (its fold cancelling) and the layer's own,
   // int32 at s_in * s_w when the input and kernel are quantized (onnxruntime fuses it into
