@@ -22,6 +22,13 @@
 ///    are int4. A uint8 kernel grid (tfmot's FakeQuant kernels, [1, 255] around a nudged zero
 ///    point) is stored as int8 with its integers and zero points shifted by -128 together:
 ///    the same reals out of DequantizeLinear. Larq's ±1 kernels are int8 + DequantizeLinear;
+///  - a low-bit format's kernel (a blocked grid, or FP8/FP6/FP4 elements: torchao's int4/int2
+///    groups, FP8 per row, MX, NVFP4) is its elements + a blocked DequantizeLinear along the
+///    ONNX layout's image of the grid's axis (opset 21), in the form onnxruntime runs (INT4,
+///    INT2 from opset 25; E2M1/FP6/E4M3 as FLOAT8E4M3FN; float32 scales; NVFP4's block scales
+///    FLOAT8E4M3FN dequantized by its tensor scale) or ONNX's own (`low_bit_form`: FLOAT4E2M1,
+///    FLOAT8E8M0 scales); a dynamic point (scales from each tensor) is the operators that
+///    compute the format in the simulation's order (impl/onnx_low_bit.ipp says how);
 ///  - a batch norm that a linear op absorbs with its fold cancelling (graph_decisions.hpp)
 ///    goes into the bias: an int32 tensor + DequantizeLinear at scale s_in * s_w when the
 ///    op's input is a quantization point and its kernel quantized (what onnxruntime fuses
