@@ -17,6 +17,7 @@
 #include <xquant/core/memory.hpp>
 #include <xquant/kernels/gemm.hpp>
 #include <xquant/kernels/thread_governor.hpp>
+#include <xquant/transform/low_bit_schemes.hpp>
 #include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/adam.hpp>
 #include <xquant/train/fit.hpp>
@@ -33,10 +34,11 @@ xq::tensor random_tensor(const xq::tensor::shape_type& shape, unsigned seed) {
   return bench::uniform_tensor(shape, 0.0f, 1.0f, seed);
 }
 
-/// The QAT twin of the example: NVIDIA's scheme, batch norms folded.
-auto make_qat_cnn(const fashion::cnn& model, bool fold) {
+/// The QAT twin of the example: NVIDIA's scheme (or another), batch norms folded.
+auto make_qat_cnn(const fashion::cnn& model, bool fold, xq::quantization_scheme scheme = xq::schemes::nvidia()) {
   xq::quantize_options o;
   o.fold_batch_norm = fold;
+  o.scheme = std::move(scheme);
   return xq::quantize_model(model, o, {1, 28, 28, 1});
 }
 
@@ -124,6 +126,45 @@ void BM_qat_over_float_train_step(benchmark::State& state) {
   state.counters["qat_over_float"] = qat_seconds / float_seconds;
 }
 BENCHMARK(BM_qat_over_float_train_step)->ArgName("fold")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The low-bit formats' QAT step against the float step (issue 36), alternated as above,
+// batch norms folded, the examples/low_bit_qat schemes: 0 int8 (NVIDIA), 1 W4A8, 2 MXFP4,
+// 3 NVFP4, 4 torchao's 8da4w, 5 FP8 per row. The first conv (1 channel) keeps int8 where a
+// format's blocks do not fit it.
+void BM_low_bit_qat_over_float_train_step(benchmark::State& state) {
+  const xq::quantization_scheme schemes[] = {xq::schemes::nvidia(), xq::schemes::w4a8(32), xq::schemes::mx(),
+                                             xq::schemes::nvfp4(), xq::schemes::torchao_8da4w(32),
+                                             xq::schemes::torchao_float8_dynamic()};
+  const std::size_t batch = 64;
+  auto float_model = fashion::make_cnn(1);
+  xq::build(float_model, {1, 28, 28, 1});
+  auto twin_source = fashion::make_cnn(1);
+  xq::build(twin_source, {1, 28, 28, 1});
+  auto qat = make_qat_cnn(twin_source, true, schemes[state.range(0)]);
+  train_step<fashion::cnn> float_step(float_model, batch);
+  train_step<decltype(qat)> qat_step(qat, batch);
+  double float_seconds = 0, qat_seconds = 0;
+  using clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    auto t0 = clock::now();
+    float_step();
+    auto t1 = clock::now();
+    qat_step();
+    auto t2 = clock::now();
+    float_seconds += std::chrono::duration<double>(t1 - t0).count();
+    qat_seconds += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["float_ms"] = 1e3 * float_seconds / n;
+  state.counters["qat_ms"] = 1e3 * qat_seconds / n;
+  state.counters["qat_over_float"] = qat_seconds / float_seconds;
+  state.SetLabel(schemes[state.range(0)].name);
+}
+BENCHMARK(BM_low_bit_qat_over_float_train_step)
+    ->ArgName("format")
+    ->DenseRange(0, 5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The tensor memory cache (core/memory.hpp) against the system allocator: one model's
 // training step with the cache on (its default) and with its limit at 0 (every block

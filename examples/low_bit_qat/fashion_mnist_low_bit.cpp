@@ -1,5 +1,6 @@
-// Low-bit QAT on Fashion-MNIST (issue 36): the CNN of examples/fashion_mnist trained in
-// float once, then for each format — W4A8 (int4 weight groups of 32, torchao's 8da4w
+// Low-bit QAT on Fashion-MNIST (issue 36): the CNN of examples/fashion_mnist (or a ResNet
+// of examples/resnet: --model resnet_v1 | resnet_v2) trained in float once, then for each
+// format — W4A8 (int4 weight groups of 32, torchao's 8da4w
 // weights, beside NVIDIA's int8 per-tensor inputs), MXFP4 (torchao's MX recipe, weights and
 // inputs) and NVFP4 (torchao's two-level recipe, weights and inputs) —
 //
@@ -11,8 +12,11 @@
 //   3. the share of the PTQ loss that QAT recovered, torchao's measure:
 //      (QAT - PTQ) / (float - PTQ) in accuracy;
 //   4. deployment: the QAT twin lowered to the engine (kernels stored as the format stores
-//      them: packed codes and block scales), its parity with the simulation per quantized
-//      tensor (identical values, SQNR) and its accuracy, and the kernels' bytes.
+//      them: packed codes and block scales; dense layers on the block-scaled integer
+//      product), its parity with the simulation per quantized tensor (identical values,
+//      SQNR) and its accuracy, the kernels' bytes; exported to ONNX (kernels as blocked
+//      DequantizeLinear, dynamic activations as the operators that compute them) and, with
+//      --onnxruntime PYTHON, run in onnxruntime.
 //
 // A layer whose reduction axis the format's blocks do not divide keeps the integer grid
 // (the first conv's single input channel, for MXFP4 and NVFP4), as the peers' filters leave
@@ -21,10 +25,12 @@
 //   fashion_mnist_low_bit           full mode: 60,000 images, 8 float epochs + 2 QAT epochs per format
 //   fashion_mnist_low_bit --quick   12,000 images, 2 + 1 epochs
 //   options: --epochs N --qat-epochs N --train-size N --test-size N --batch N --seed N --data DIR
-//            --formats w4a8,mxfp4,nvfp4
+//            --formats w4a8,mxfp4,nvfp4  --model cnn|resnet_v1|resnet_v2
+//            --export-dir DIR  --onnxruntime PYTHON
 //
 // It ends with one line per format:
-// `format=<f> float=<a> ptq=<b> qat=<c> recovered=<r> engine=<e> engine_same_top1=<t> engine_sqnr_db=<s>`.
+// `format=<f> float=<a> ptq=<b> qat=<c> recovered=<r> engine=<e> engine_same_top1=<t> engine_sqnr_db=<s>
+//  onnxruntime=<o> onnxruntime_same_top1=<u>` (onnxruntime=not_run without --onnxruntime).
 
 #include <chrono>
 #include <cstdio>
@@ -44,6 +50,8 @@
 #include <xquant/train/losses.hpp>
 
 #include "../fashion_mnist/cnn.hpp"
+#include "../fashion_mnist/deployment.hpp"
+#include "../resnet/resnet.hpp"
 #include "../fashion_mnist/run_options.hpp"
 #include "../fashion_mnist/training.hpp"
 
@@ -82,27 +90,16 @@ void print_layers(Twin& twin) {
   });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  std::string formats = "w4a8,mxfp4,nvfp4";
-  const fashion::run_options s = fashion::parse_options(argc, argv, {}, [&](const std::string& name, const auto& value) {
-    if (name != "--formats") return false;
-    formats = value();
-    return true;
-  });
-  std::vector<format_choice> choices;
-  {
-    std::stringstream list(formats);
-    for (std::string f; std::getline(list, f, ',');) choices.push_back(choose(f));
-  }
+/// Float training, then PTQ, QAT and deployment per format (the file comment).
+template <class Model>
+void run(Model model, const std::string& name, const std::vector<format_choice>& choices, const fashion::run_options& s) {
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto [train, test] = fashion::load_splits(s);
-  std::cout << "fashion_mnist_low_bit: " << train.size() << " training images, " << test.size() << " test images, "
-            << s.epochs << " float epochs + " << s.qat_epochs << " QAT epochs per format, batch " << s.batch << "\n";
+  std::cout << "fashion_mnist_low_bit: " << name << ", " << train.size() << " training images, " << test.size()
+            << " test images, " << s.epochs << " float epochs + " << s.qat_epochs << " QAT epochs per format, batch "
+            << s.batch << "\n";
 
-  auto model = fashion::make_cnn(s.seed);
   xq::build(model, {1, 28, 28, 1});
   fashion::train(model, train, s.epochs, 2e-3f, s);
   const double float_accuracy = accuracy(model, test);
@@ -135,21 +132,47 @@ int main(int argc, char** argv) try {
                 fashion::images_per_second(history), seconds());
     // Deployment: the engine, its parity with the simulation, the kernels' size.
     const auto engine = xq::deploy::lower(twin, {28, 28, 1});
-    const auto report = xq::deploy::parity(twin, engine, test.inputs, &test.targets, 500);
-    std::cout << engine.summary() << report.table();
+    std::cout << engine.summary();
+    const fashion::deployment_result d = fashion::deploy(twin, engine, test, s, "fashion_mnist_" + name + "_" + f.name, false);
+    const xq::deploy::parity_report& report = d.parity;
     std::size_t float_bytes = 0;
     for (const auto& p : xq::trainable_parameters(model)) float_bytes += p->value.size() * 4;
     std::printf("%s engine: %zu bytes of weights (float model: %zu), accuracy %.4f (%.0f s)\n", f.name.c_str(),
                 engine.weight_bytes(), float_bytes, report.engine_accuracy(), seconds());
-    char line[384];
+    char onnx[96] = "onnxruntime=not_run";
+    if (d.onnxruntime_accuracy >= 0)
+      std::snprintf(onnx, sizeof onnx, "onnxruntime=%.4f onnxruntime_same_top1=%.4f", d.onnxruntime_accuracy,
+                    d.onnxruntime_same_top1);
+    char line[512];
     std::snprintf(line, sizeof line,
                   "format=%s float=%.4f ptq=%.4f qat=%.4f recovered=%.2f%s engine=%.4f engine_same_top1=%.4f "
-                  "engine_sqnr_db=%.1f",
+                  "engine_sqnr_db=%.1f %s",
                   f.name.c_str(), float_accuracy, ptq, qat, recovered, lost > 0 ? "" : " (PTQ lost nothing)",
-                  report.engine_accuracy(), report.same_top1_share(), report.output_sqnr_db());
+                  report.engine_accuracy(), report.same_top1_share(), report.output_sqnr_db(), onnx);
     lines.push_back(line);
   }
   for (const auto& l : lines) std::cout << l << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string formats = "w4a8,mxfp4,nvfp4", model = "cnn";
+  const fashion::run_options s = fashion::parse_options(argc, argv, {}, [&](const std::string& name, const auto& value) {
+    if (name == "--formats") formats = value();
+    else if (name == "--model") model = value();
+    else return false;
+    return true;
+  });
+  std::vector<format_choice> choices;
+  {
+    std::stringstream list(formats);
+    for (std::string f; std::getline(list, f, ',');) choices.push_back(choose(f));
+  }
+  if (model == "cnn") run(fashion::make_cnn(s.seed), model, choices, s);
+  else if (model == "resnet_v1") run(resnet::make_resnet_v1(s.seed), model, choices, s);
+  else if (model == "resnet_v2") run(resnet::make_resnet_v2(s.seed), model, choices, s);
+  else throw std::invalid_argument("--model: expected cnn, resnet_v1 or resnet_v2, given " + model);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "fashion_mnist_low_bit: %s\n", e.what());

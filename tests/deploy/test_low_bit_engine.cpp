@@ -88,10 +88,12 @@ TEST_CASE("the engine computes what the simulation computes for every low-bit fo
       {"fp8 per row", xq::schemes::torchao_float8_dynamic(), 8.0 + 32.0 / 32.0, true},
   };
   const xq::tensor images = wavy({6, 8, 8, 3}, 0.7f);
+  xq::deploy::lower_options simulated;
+  simulated.low_bit = xq::deploy::low_bit_product::simulated;
   for (const auto& c : cases) {
     INFO(c.name);
     auto q = trained(c.scheme);
-    const xq::deploy::integer_model engine = xq::deploy::lower(q, {8, 8, 3});
+    const xq::deploy::integer_model engine = xq::deploy::lower(q, {8, 8, 3}, simulated);
     const auto* second = low_bit_op(engine, "second");
     REQUIRE(second);
     CHECK(second->weights.bits_per_value() == Approx(c.second_bits));
@@ -117,6 +119,27 @@ TEST_CASE("the engine computes what the simulation computes for every low-bit fo
     const bool same = back.run(images) == engine.run(images);
     CHECK(same);
     CHECK(back.weight_bytes() == engine.weight_bytes());
+
+    // The integer product (the default) on the dense layers where the input's codes fit it:
+    // the same codes, the blocks' exact int32 sums added in float in the kernel's order.
+    const xq::deploy::integer_model fast = xq::deploy::lower(q, {8, 8, 3});
+    const auto* hidden = low_bit_op(fast, "hidden");
+    REQUIRE(hidden);
+    const bool integer = hidden->product_mode != xq::deploy::low_bit_linear_op::product_kind::simulated;
+    const std::string name = c.name;
+    CHECK(integer == (name == "w4a8" || name == "8da4w" || name == "mxfp4" || name == "nvfp4"));
+    const xq::deploy::parity_report fr = xq::deploy::parity(q, fast, images);
+    INFO(fr.table());
+    CHECK(fr.same_top1 == fr.samples);
+    CHECK(fr.output_sqnr_db() > 100.0);  // float rounding of the block sums: about 2^-24 of each term
+    xq::deploy::run_options reference;
+    reference.reference_kernels = true;
+    const bool oracle = fast.run(images, reference) == fast.run(images);
+    CHECK(oracle);
+    const std::vector<std::uint8_t> fast_bytes = xq::deploy::encode_integer_model(fast);
+    const auto fast_back = xq::deploy::decode_integer_model(fast_bytes.data(), fast_bytes.size(), "fast.xqi");
+    const bool fast_same = fast_back.run(images) == fast.run(images);
+    CHECK(fast_same);
   }
 }
 

@@ -111,8 +111,19 @@ enum class merge_arithmetic {
   integer
 };
 
+/// How a dense layer with a low-bit kernel multiplies (engine/low_bit_ops.hpp).
+enum class low_bit_product {
+  /// The block-scaled integer product of the kernel's and the input's codes where they fit
+  /// it (per-token int8, FP4 blocks as the kernel's, a static int8 grid): exact int32 per
+  /// block, the blocks added in float in the kernel's order; elsewhere `simulated`.
+  integer,
+  /// The float product of the decoded kernel and the quantized input: the simulation's bits.
+  simulated
+};
+
 struct lower_options {
   requantization requant = requantization::float_multiplier;
+  low_bit_product low_bit = low_bit_product::integer;
   bias_precision bias = bias_precision::int32;
   average_pooling average_pool = average_pooling::simulated;
   merge_arithmetic merge = merge_arithmetic::simulated;

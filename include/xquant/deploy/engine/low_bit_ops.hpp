@@ -9,11 +9,20 @@
 ///    the simulation's bit for bit (a parity point);
 ///  - `low_bit_linear_op`: a dense or convolution layer whose kernel is stored as the
 ///    format stores it — codes packed two per byte for 4-bit elements, block scales in their
-///    own width (E8M0 and UE4M3: one byte; float32: four) and NVFP4's float32 tensor scale —
-///    and decoded once when the model is made or loaded. Its product is xquant's float
-///    product of the decoded kernel and the input the simulation multiplies it by, so it
-///    computes what the simulation computed (a batch norm folded in divides the decoded
-///    kernel's channels as the simulation does).
+///    own width (E8M0 and UE4M3: one byte; float32: four) and NVFP4's float32 tensor scale.
+///    Its product is one of two (`product_kind`, lower_options::low_bit_product):
+///      simulated: xquant's float product of the decoded kernel (decoded once, when the
+///        model is made or loaded) and the input the simulation multiplies it by: what the
+///        simulation computed, bit for bit (a batch norm folded in divides the decoded
+///        kernel's channels as the simulation does);
+///      integer (a dense layer, its kernel blocked along the reduction axis): the
+///        block-scaled integer product (block_scaled_gemm.hpp) of the kernel's codes —
+///        int4 two per byte, FP4 as twice its value — and the input's codes: torchao's
+///        per-token int8 (8da4w), an FP4 input blocked as the kernel (MXFP4, NVFP4 W4A4),
+///        or a static int8 grid (W4A8). Each block's sum is exact int32; the blocks add in
+///        float in block_scaled_gemm's order, not in the simulation's float order: the
+///        output is within that sum's rounding of the simulation's (the parity report's
+///        SQNR says how far), the codes it multiplies are the simulation's.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +33,7 @@
 #include "../../config.hpp"
 #include "../../quantizers/low_bit_format.hpp"
 #include "../../quantizers/quantization_grid.hpp"
+#include "block_scaled_gemm.hpp"
 #include "lowered_op.hpp"
 #include "real_linear_op.hpp"
 
@@ -73,6 +83,16 @@ class low_bit_quantize_op final : public lowered_op {
 /// real tensor the simulation multiplies the kernel by.
 class low_bit_linear_op final : public lowered_op {
  public:
+  /// The product (see the file comment). The integer kinds name the input's codes.
+  enum class product_kind : std::uint8_t {
+    simulated,       ///< the float product of the decoded kernel and the (quantized) input
+    per_token_int8,  ///< input: the real tensor before `activation` (torchao's per-token int8)
+    fp4_blocks,      ///< input: the real tensor before `activation` (MX FP4 or NVFP4, the kernel's blocks)
+    static_int8      ///< input: integers on a per-tensor int8 grid
+  };
+  product_kind product_mode = product_kind::simulated;
+  /// per_token_int8 and fp4_blocks: the input's format (its scales are each tensor's).
+  low_bit_format activation;
   packed_kernel weights;
   /// A batch norm folded into the kernel: the decoded kernel's output channels divided by
   /// these (xq::ops::divide_channels), as the simulation divides them. Empty: none.
@@ -92,6 +112,17 @@ class low_bit_linear_op final : public lowered_op {
   XQ_DECL std::size_t weight_bytes() const noexcept override;
   /// "low_bit_dense", "low_bit_conv2d".
   XQ_DECL static std::unique_ptr<lowered_op> decode(const std::string& kind, const op_reader& r);
+
+  /// The integer product `kind` fits a dense layer with this kernel, fold and input format
+  /// (for static_int8: `input_format` empty): the kernel blocked along its reduction axis
+  /// (`transposed`: a (N, K) table), symmetric integers or FP4, a block the kernel accepts,
+  /// no fold; the input's blocks those of the kernel (fp4_blocks).
+  XQ_DECL static bool integer_product_fits(product_kind kind, const packed_kernel& w, bool transposed,
+                                           bool folded, const low_bit_format& input_format);
+
+ private:
+  engine_tensor integer_product(const engine_tensor& x, const run_options& o) const;
+  packed_block_scaled_matrix packed_;  ///< the integer product's weights (prepare)
 };
 
 }  // namespace xq::deploy

@@ -240,7 +240,6 @@ class lowering {
   void lower_low_bit(const graph_node& n, const op::linear& l, std::size_t v) {
     if (l.pad_value != 0.0f && l.geometry.padding == xq::padding::same)
       throw argument_error(n.layer, "pad_values 0 for a layer with a low-bit kernel", xq::detail::concat(l.pad_value));
-    v = to_real(v, n.layer);
     auto op = std::make_unique<low_bit_linear_op>();
     const tensor& kernel = g_.weights.at(l.kernel.weight).value;
     op->weights = packed_kernel::pack(std::vector<std::size_t>(kernel.shape().begin(), kernel.shape().end()),
@@ -248,6 +247,27 @@ class lowering {
     op->fold_divisor = l.kernel.fold_divisor;
     configure_product(op->product, l);
     op->path = n.layer;
+    // The integer product where the input's codes fit it: the input's quantizer (a format's,
+    // whose scales the op computes again from the tensor before it), or a static int8 grid.
+    using P = low_bit_linear_op::product_kind;
+    if (o_.low_bit == low_bit_product::integer && l.shape == op::linear::form::dense) {
+      const bool folded = !op->fold_divisor.empty();
+      const std::size_t p = g_.producer(n.inputs.at(0));
+      const auto* q = p == no_index ? nullptr : std::get_if<op::quantize>(&g_.nodes[p].op);
+      if (q && q->format) {
+        for (P kind : {P::per_token_int8, P::fp4_blocks})
+          if (low_bit_linear_op::integer_product_fits(kind, op->weights, l.transposed, folded, q->format)) {
+            op->product_mode = kind;
+            op->activation = q->format;
+            v = to_real(value(g_.nodes[p].inputs.at(0)), n.layer);
+            break;
+          }
+      } else if (meta_[v].kind == value_kind::integer && meta_[v].qmin >= -128 && meta_[v].qmax <= 127 &&
+                 low_bit_linear_op::integer_product_fits(P::static_int8, op->weights, l.transposed, folded, {})) {
+        op->product_mode = P::static_int8;
+      }
+    }
+    if (op->product_mode == P::simulated) v = to_real(v, n.layer);
     op->prepare();
     map(n, emit(std::move(op), n.layer, {v}, meta_of(value_kind::real)));
   }

@@ -19,6 +19,7 @@
 #include "../../../kernels/channel_layout.hpp"
 #include "../../../layers/batch_norm.hpp"
 #include "../../../quantizers/low_bit_format_numerics.hpp"
+#include "../../../quantizers/quantize_on_grid.hpp"
 #include "../../../wrappers/batch_norm_folding.hpp"
 #include "../detail/float_call_scope.hpp"
 #include "../low_bit_ops.hpp"
@@ -334,9 +335,149 @@ XQ_DECL std::unique_ptr<lowered_op> low_bit_quantize_op::decode(const std::strin
   return op;
 }
 
+namespace detail {
+
+/// K (the reduction axis) and N of a dense kernel: (K, N), or a (N, K) table.
+inline void dense_extents(const packed_kernel& w, bool transposed, std::size_t& k, std::size_t& n) {
+  k = transposed ? w.shape[1] : w.shape[0];
+  n = transposed ? w.shape[0] : w.shape[1];
+}
+
+/// The kernel as block_scaled_gemm multiplies it: K x N integers (FP4: twice the value), the
+/// blocks x N dequantization scales (NVFP4: block scale times tensor scale, one rounding, as
+/// the decoded values use), and its element kind.
+inline packed_block_scaled_matrix integer_operands(const packed_kernel& w, bool transposed) {
+  std::size_t k = 0, n = 0;
+  dense_extents(w, transposed, k, n);
+  const quantization_grid& g = w.grid;
+  const bool fp4 = g.element == grid_element::fp4_e2m1;
+  const block_element kind = fp4 ? block_element::fp4_e2m1 : g.num_bits <= 4 ? block_element::int4 : block_element::int8;
+  const std::size_t block = g.block_size, blocks = (k + block - 1) / block;
+  std::vector<std::int8_t> kn(k * n);
+  std::vector<float> sb(blocks * n);
+  for (std::size_t r = 0; r < k; ++r)
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t at = transposed ? j * k + r : r * n + j;
+      const std::int32_t c = w.code(at);
+      kn[r * n + j] = std::int8_t(fp4 ? std::int32_t(2.0f * element_value(g.element, std::uint32_t(c))) : c);
+    }
+  for (std::size_t b = 0; b < blocks; ++b)
+    for (std::size_t j = 0; j < n; ++j) {
+      const float s = g.scale[transposed ? j * blocks + b : b * n + j];
+      sb[b * n + j] = g.tensor_scale ? s * *g.tensor_scale : s;
+    }
+  return packed_block_scaled_matrix(kn.data(), k, n, kind, block, sb.data(),
+                                    g.scale_type == scale_element::float32 ? 32 : 8);
+}
+
+}  // namespace detail
+
+XQ_DECL bool low_bit_linear_op::integer_product_fits(product_kind kind, const packed_kernel& w, bool transposed,
+                                                     bool folded, const low_bit_format& input) {
+  using P = product_kind;
+  if (kind == P::simulated) return true;
+  const quantization_grid& g = w.grid;
+  if (folded || w.shape.size() != 2 || g.granularity() != grid_granularity::per_block) return false;
+  const int axis = g.channel_axis < 0 ? g.channel_axis + 2 : g.channel_axis;
+  if (axis != (transposed ? 1 : 0)) return false;
+  const bool fp4 = g.element == grid_element::fp4_e2m1;
+  if (!fp4 && (g.element != grid_element::integer || !g.symmetric() || g.qmin < -128 || g.qmax > 127)) return false;
+  const std::size_t granule = fp4 || g.num_bits <= 4 ? 8 : 4;
+  if (g.block_size % granule || g.block_size > packed_block_scaled_matrix::max_block) return false;
+  switch (kind) {
+    case P::static_int8: return !input;
+    case P::per_token_int8: {
+      const auto* t = std::get_if<low_bit::intx_spec>(&input.spec);
+      return t && t->scheme == low_bit::intx_scheme::intx_per_token && t->bits == 8 && t->axis == -1;
+    }
+    case P::fp4_blocks: {
+      if (!fp4) return false;
+      if (const auto* m = std::get_if<low_bit::mx_spec>(&input.spec))
+        return !m->element.int8 && m->element.type == low_bit::element_type::e2m1 && m->axis == -1 &&
+               std::size_t(m->block_size) == g.block_size;
+      if (const auto* v = std::get_if<low_bit::nvfp4_spec>(&input.spec))
+        return !v->tiles_16x16 && v->axis == -1 && g.block_size == 16;
+      return false;
+    }
+    case P::simulated: break;
+  }
+  return true;
+}
+
+XQ_DECL engine_tensor low_bit_linear_op::integer_product(const engine_tensor& x, const run_options& o) const {
+  using P = product_kind;
+  std::size_t k = 0, n = 0;
+  detail::dense_extents(weights, product.transposed, k, n);
+  const std::size_t m = x.elements() / k, blocks = packed_.blocks();
+  std::vector<std::uint8_t> a(m * k);
+  std::vector<std::int32_t> za(m);
+  std::vector<float> sa;
+  block_scaled_activations acts;
+  acts.codes = a.data();
+  acts.ld = k;
+  acts.zero_points = za.data();
+  if (product_mode == P::static_int8) {  // the integers on the input's grid: a = q + 128
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::uint8_t(x.integer[i] + x.zero_point + 128);
+    std::fill(za.begin(), za.end(), x.zero_point + 128);
+    sa.assign(m, x.scale);
+    acts.scale_block_stride = 0;
+  } else {
+    // The input's codes and scales as the simulation's quantizer computes them.
+    tensor t = tensor::from_shape(tensor::shape_type(x.shape.begin(), x.shape.end()));
+    std::copy(x.real.begin(), x.real.end(), t.data());
+    const quantization_grid g = xq::detail::format_grid(activation, t, path);
+    if (product_mode == P::per_token_int8) {
+      const std::vector<std::int32_t> q = quantize_on_grid(g, t, path);
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::uint8_t(q[i] + 128);
+      for (std::size_t i = 0; i < m; ++i) za[i] = g.zero_point[i] + 128;
+      sa.assign(g.scale.begin(), g.scale.end());
+      acts.scale_block_stride = 0;
+    } else {  // FP4 codes as 2v + 12, the product's 4x folded into the scale
+      const tensor fq = xq::detail::format_forward(activation, var(t), false, path).y;
+      const std::vector<std::int32_t> codes = grid_integers(g, fq, path);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        a[i] = std::uint8_t(std::int32_t(2.0f * element_value(g.element, std::uint32_t(codes[i]))) + 12);
+      std::fill(za.begin(), za.end(), 12);
+      sa.resize(m * blocks);
+      const bool one_scale = g.granularity() == grid_granularity::per_tensor;  // a one-block tensor
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t b = 0; b < blocks; ++b) {
+          const float s = g.scale[one_scale ? 0 : i * blocks + b];
+          sa[i * blocks + b] = (g.tensor_scale ? s * *g.tensor_scale : s) * 0.25f;
+        }
+      acts.scale_row_stride = blocks;
+      acts.scale_block_stride = 1;
+    }
+  }
+  acts.scales = sa.data();
+  engine_tensor out;
+  out.shape = x.shape;
+  out.shape.back() = n;
+  out.real.resize(m * n);
+  if (o.reference_kernels) {  // the oracle, on the unpacked operands
+    const std::vector<std::int8_t> w = packed_.unpack();
+    std::vector<float> sb(blocks * n);
+    for (std::size_t b = 0; b < blocks; ++b)
+      for (std::size_t j = 0; j < n; ++j) sb[b * n + j] = packed_.scale(b, j);
+    block_scaled_gemm_reference(m, n, k, packed_.block(), acts, w.data(), sb.data(), out.real.data());
+  } else {
+    block_scaled_gemm(m, acts, packed_, out.real.data());
+  }
+  if (product.has_bias)
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) out.real[i * n + j] += product.bias.data()[j];
+  return out;
+}
+
 // ---- low_bit_linear_op ------------------------------------------------------------------
 
 XQ_DECL void low_bit_linear_op::prepare() {
+  product.path = path;
+  if (product_mode != product_kind::simulated) {
+    packed_ = detail::integer_operands(weights, product.transposed);
+    product.kernel = tensor::from_shape({0});
+    return;
+  }
   tensor k = weights.decode();
   if (!fold_divisor.empty()) {  // the simulation's division of the folded kernel's channels
     const xq::no_grad nothing_recorded;
@@ -345,11 +486,11 @@ XQ_DECL void low_bit_linear_op::prepare() {
     k = ops::divide_channels(var(std::move(k)), var(std::move(s)), path).value();
   }
   product.kernel = std::move(k);
-  product.path = path;
 }
 
 XQ_DECL void low_bit_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {
-  engine_tensor out = product.compute(values.at(inputs.at(0)), o);
+  const engine_tensor& x = values.at(inputs.at(0));
+  engine_tensor out = product_mode == product_kind::simulated ? product.compute(x, o) : integer_product(x, o);
   values[output] = std::move(out);
 }
 
@@ -358,10 +499,30 @@ XQ_DECL std::string low_bit_linear_op::describe() const {
   s << kind() << " kernel " << xq::detail::shape_string(tensor::shape_type(weights.shape.begin(), weights.shape.end()))
     << " " << xq::describe(weights.grid) << ", " << weights.bits_per_value() << " bits per weight"
     << (product.has_bias ? " + bias" : "") << (fold_divisor.empty() ? "" : ", batch norm folded");
+  static const char* const products[] = {"float product of the decoded kernel", "integer product, per-token int8 input",
+                                         "integer product, FP4 input blocks", "integer product, int8 input"};
+  s << "; " << products[int(product_mode)];
+  if (activation) s << " (" << xq::describe(activation) << ")";
   return s.str();
 }
 
 XQ_DECL engine_tensor low_bit_linear_op::infer(const std::vector<const engine_tensor*>& in, std::uint64_t& work) const {
+  if (product_mode != product_kind::simulated) {
+    if (!integer_product_fits(product_mode, weights, product.transposed, !fold_divisor.empty(), activation) ||
+        !product.dense || packed_.rows() == 0)
+      refuse("an integer product its kernel and input fit (a prepared dense op)", describe());
+    const engine_tensor& x = expect_one(in, product_mode == product_kind::static_int8 ? value_kind::integer : value_kind::real);
+    const std::size_t k = packed_.rows(), n = packed_.cols();
+    if (x.shape.size() < 2 || x.shape.back() != k)
+      refuse(xq::detail::concat("a tensor with ", k, " features on the last axis"), detail::tensor_string(x));
+    if (product_mode == product_kind::static_int8 && (x.qmin < -128 || x.qmax > 127 || x.zero_point < -128 || x.zero_point > 127))
+      refuse("an int8 grid", detail::tensor_string(x));
+    if (product.has_bias && product.bias.size() != n) refuse(xq::detail::concat("a bias of ", n, " values"), "another");
+    std::vector<std::size_t> shape = x.shape;
+    shape.back() = n;
+    work = detail::saturating_product(detail::element_count(shape), k);
+    return detail::value_of(value_kind::real, shape);
+  }
   if (product.kernel.size() != weights.elements()) refuse("a prepared op (its kernel decoded)", "none");
   if (!fold_divisor.empty() && fold_divisor.size() != weights.shape.back())
     refuse(xq::detail::concat(weights.shape.back(), " fold divisors"), xq::detail::concat(fold_divisor.size()));
@@ -370,6 +531,8 @@ XQ_DECL engine_tensor low_bit_linear_op::infer(const std::vector<const engine_te
 
 XQ_DECL void low_bit_linear_op::encode(op_writer& w) const {
   w.map("kernel", [&](op_writer& m) { detail::encode_packed(m, weights); });
+  w.integer("product", std::int64_t(product_mode));
+  if (activation) w.map("activation", [&](op_writer& m) { detail::encode_format(m, activation); });
   if (!fold_divisor.empty()) w.numbers("fold_divisor", fold_divisor);
   product.encode_geometry(w);
 }
@@ -382,6 +545,8 @@ XQ_DECL std::unique_ptr<lowered_op> low_bit_linear_op::decode(const std::string&
   auto op = std::make_unique<low_bit_linear_op>();
   op->product.dense = kind == "low_bit_dense";
   op->weights = detail::decode_packed(*r.map("kernel"));
+  op->product_mode = static_cast<product_kind>(r.integer("product", 0, 3));
+  if (r.has("activation")) op->activation = detail::decode_format(*r.map("activation"));
   if (r.has("fold_divisor")) {
     op->fold_divisor = r.numbers<float>("fold_divisor");
     const std::size_t channels = op->weights.shape.back();
@@ -393,6 +558,10 @@ XQ_DECL std::unique_ptr<lowered_op> low_bit_linear_op::decode(const std::string&
   op->product.decode_geometry(r);
   if (op->weights.shape.size() != (op->product.dense ? 2u : 4u))
     r.fail(op->product.dense ? "kernel: expected rank 2" : "kernel: expected rank 4");
+  if (op->product_mode != product_kind::simulated &&
+      (!op->product.dense || !integer_product_fits(op->product_mode, op->weights, op->product.transposed,
+                                                   !op->fold_divisor.empty(), op->activation)))
+    r.fail("product: an integer product that its kernel and input format do not fit");
   op->prepare();
   return op;
 }
