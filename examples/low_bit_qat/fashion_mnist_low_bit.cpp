@@ -27,6 +27,9 @@
 //   options: --epochs N --qat-epochs N --train-size N --test-size N --batch N --seed N --data DIR
 //            --formats w4a8,mxfp4,nvfp4  --model cnn|resnet_v1|resnet_v2
 //            --export-dir DIR  --onnxruntime PYTHON
+//            --dump-weights DIR  the float CNN's dense layers (kernel, bias, the inputs of 256
+//                        test images) as .npy, for tools/torchao_qat_parity.py (torchao's own
+//                        prepare-vs-convert SQNR on the same weights)
 //
 // It ends with one line per format:
 // `format=<f> float=<a> ptq=<b> qat=<c> recovered=<r> engine=<e> engine_same_top1=<t> engine_sqnr_db=<s>
@@ -42,6 +45,7 @@
 #include <xquant/core/clone.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
+#include <xquant/io/npy.hpp>
 #include <xquant/quantizers/calibrate.hpp>
 #include <xquant/quantizers/low_bit_format.hpp>
 #include <xquant/transform/low_bit_schemes.hpp>
@@ -90,9 +94,30 @@ void print_layers(Twin& twin) {
   });
 }
 
+/// The CNN's dense layers as tools/torchao_qat_parity.py reads them: <layer>.kernel (in, out),
+/// <layer>.bias and <layer>.input (the float model's inputs to the layer on `images`).
+void dump_dense_layers(fashion::cnn& model, const xq::tensor& images, const std::string& dir) {
+  const xq::no_grad nothing_recorded;
+  const xq::training_mode inference(false);
+  const xq::var features = model.get<2>()(model.get<1>()(model.get<0>()(xq::var(images))));
+  const xq::var hidden = model.get<4>()(model.get<3>()(features));
+  xq::io::save_npy(dir + "/dense.kernel.npy", model.get<3>().kernel()->value);
+  xq::io::save_npy(dir + "/dense.bias.npy", model.get<3>().bias()->value);
+  xq::io::save_npy(dir + "/dense.input.npy", features.value());
+  xq::io::save_npy(dir + "/dense_1.kernel.npy", model.get<6>().kernel()->value);
+  xq::io::save_npy(dir + "/dense_1.bias.npy", model.get<6>().bias()->value);
+  xq::io::save_npy(dir + "/dense_1.input.npy", hidden.value());
+  std::cout << "dumped the dense layers to " << dir << "\n";
+}
+template <class Model>
+void dump_dense_layers(Model&, const xq::tensor&, const std::string&) {
+  throw std::invalid_argument("--dump-weights: the CNN's dense layers only (--model cnn)");
+}
+
 /// Float training, then PTQ, QAT and deployment per format (the file comment).
 template <class Model>
-void run(Model model, const std::string& name, const std::vector<format_choice>& choices, const fashion::run_options& s) {
+void run(Model model, const std::string& name, const std::vector<format_choice>& choices, const fashion::run_options& s,
+         const std::string& dump_dir) {
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto [train, test] = fashion::load_splits(s);
@@ -103,6 +128,11 @@ void run(Model model, const std::string& name, const std::vector<format_choice>&
   xq::build(model, {1, 28, 28, 1});
   fashion::train(model, train, s.epochs, 2e-3f, s);
   const double float_accuracy = accuracy(model, test);
+  if (!dump_dir.empty()) {
+    std::vector<std::size_t> first(std::min<std::size_t>(256, test.size()));
+    for (std::size_t i = 0; i < first.size(); ++i) first[i] = i;
+    dump_dense_layers(model, xq::gather_rows(test.inputs, first.data(), first.size()), dump_dir);
+  }
   std::printf("float: test_accuracy=%.4f (%.0f s)\n", float_accuracy, seconds());
 
   std::vector<std::string> lines;
@@ -157,10 +187,11 @@ void run(Model model, const std::string& name, const std::vector<format_choice>&
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string formats = "w4a8,mxfp4,nvfp4", model = "cnn";
+  std::string formats = "w4a8,mxfp4,nvfp4", model = "cnn", dump_dir;
   const fashion::run_options s = fashion::parse_options(argc, argv, {}, [&](const std::string& name, const auto& value) {
     if (name == "--formats") formats = value();
     else if (name == "--model") model = value();
+    else if (name == "--dump-weights") dump_dir = value();
     else return false;
     return true;
   });
@@ -169,9 +200,9 @@ int main(int argc, char** argv) try {
     std::stringstream list(formats);
     for (std::string f; std::getline(list, f, ',');) choices.push_back(choose(f));
   }
-  if (model == "cnn") run(fashion::make_cnn(s.seed), model, choices, s);
-  else if (model == "resnet_v1") run(resnet::make_resnet_v1(s.seed), model, choices, s);
-  else if (model == "resnet_v2") run(resnet::make_resnet_v2(s.seed), model, choices, s);
+  if (model == "cnn") run(fashion::make_cnn(s.seed), model, choices, s, dump_dir);
+  else if (model == "resnet_v1") run(resnet::make_resnet_v1(s.seed), model, choices, s, dump_dir);
+  else if (model == "resnet_v2") run(resnet::make_resnet_v2(s.seed), model, choices, s, dump_dir);
   else throw std::invalid_argument("--model: expected cnn, resnet_v1 or resnet_v2, given " + model);
   return 0;
 } catch (const std::exception& e) {
