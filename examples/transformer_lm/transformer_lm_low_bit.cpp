@@ -1,0 +1,356 @@
+// Low-bit QAT of the tied-embedding transformer LM (issue 36): the character model of
+// transformer_lm.cpp (transformer.hpp; Debian's fortunes text, lm_data.hpp) trained in
+// float once, then for each format of --formats —
+//
+//   8da4w             torchao's Int8DynamicActivationIntxWeightConfig(int4, PerGroup(32)):
+//                     int8 per-token asymmetric dynamic inputs, int4 symmetric weight groups
+//   int4_weight_only  torchao's Int4WeightOnlyConfig(group_size=32) (its QAT form
+//                     Int4WeightFakeQuantizer): int4 groups with a float zero point, inputs float
+//   nvfp4             torchao's NVFP4 recipe (two-level: E4M3 block scales of 16 values and a
+//                     float32 tensor scale), weights and inputs
+//   (also: intx_weight_only, nvfp4_weight_only, mxfp4, mxfp4_weight_only, fp8)
+//
+//   1. post-training quantization: `xq::quantize_model` on a copy of the float model with
+//      the format's scheme (transform/low_bit_schemes.hpp), evaluated as it is: these
+//      formats' scales follow each tensor (dynamic), so there is nothing to calibrate;
+//   2. quantization-aware training: that twin fine-tuned --qat-steps steps (the rate and
+//      schedule of transformer_lm's int8 variants);
+//   3. the share of the PTQ loss that QAT recovered, torchao's measure in perplexity:
+//      (ppl_ptq - ppl_qat) / (ppl_ptq - ppl_float) ("PTQ lost nothing" where ppl_ptq <=
+//      ppl_float);
+//   4. deployment: the QAT twin lowered to the integer engine (`xq::deploy::lower`; weights
+//      stored as the format stores them: packed 4-bit codes and block scales), its parity
+//      with the simulation on held-out windows per quantized tensor (identical share, SQNR:
+//      `report.table()`), the engine's perplexity and its weight bytes against float.
+//      torchao's int4 weight-only grid, real = (q - zp)·scale rounded twice, has no
+//      integer form in the engine: lowering it fails with the engine's reason, which is
+//      printed (that format then reports no engine figures), and the run goes on.
+//
+// As in transformer_lm, a float copy fine-tuned the same steps at the same rate is the
+// control, so that QAT compares also with a model trained as long.
+//
+// What gets the format. The scheme puts it on the dense layers — every attention
+// projection (q, k, v, output) and both MLP layers of each block: torchao's configs apply
+// to `nn.Linear`. The tied table has two uses, and a torchao user quantizing a tied
+// GPT-style model gives them what torchao gives their module types:
+//   - the output projection (logits = h · Eᵀ, spec type "tied_projection") is the model's
+//     lm_head, a linear layer: it gets the format, inputs and weights, as every dense;
+//   - the lookups (spec type "embedding": the token table and the learned positions, as
+//     `filter_fn=isinstance(m, nn.Embedding)` selects both) get torchao's embedding config,
+//     IntxWeightOnlyConfig(int4, PerGroup(32)) (its QAT README pairs it with 8da4w; a row's
+//     groups run along d_model, the projection's reduction axis too); for every format.
+// NVIDIA's placement, which xquant's schemes start from, would leave both uses float unless
+// a spec names them: here the spec names them (--lookup float leaves the lookups float).
+// The attention's scores and softmax, the layer norms, GELU and the residual adds stay
+// float, as they do for int8. Blocks of 32 (not Int4WeightOnlyConfig's default 128): the
+// model's width is 64, and a layer whose reduction axis the group does not divide keeps
+// the int8 grid (--group to change it; the layer table printed per format says which grid
+// each quantizer runs).
+//
+//   transformer_lm_low_bit            full mode (see below for its time on the 2-core machine)
+//   transformer_lm_low_bit --quick    a short run (300 float + 60 steps per copy, 500 held-out windows)
+//   options: --steps N (float)  --qat-steps N (per format and the control)  --batch N
+//            --eval-windows N  --engine-windows N (held-out windows the engine runs)
+//            --formats 8da4w,int4_weight_only,nvfp4  --group N  --lookup int4|float
+//            --text DIR_OR_FILE  --seed N
+//
+// It ends with one line per format (perplexities; recovered as a fraction, 1.00 = all of
+// the PTQ loss; qat_vs_control the QAT model against the float control):
+// `format=<f> float=<p> control=<c> ptq=<b> qat=<q> recovered=<r> qat_vs_control=<+d%>
+//  engine=<e> engine_min_identical=<share> engine_sqnr_db=<s> engine_weight_bytes=<n>
+//  float_weight_bytes=<m>` — `engine=none (does not deploy: see above)` where the format
+// does not lower (the reason printed above it), `qat=failed` where fine-tuning threw (the
+// reason above) — then `transformer_lm_low_bit seconds=<t>`.
+//
+// recovered can exceed 1: the float model is not trained to convergence, and the
+// fine-tuning's extra steps help any copy (the control shows by how much); compare the QAT
+// figure with the control's too.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <xquant/core/clone.hpp>
+#include <xquant/core/model.hpp>
+#include <xquant/core/random.hpp>
+#include <xquant/deploy/lower.hpp>
+#include <xquant/deploy/parity.hpp>
+#include <xquant/quantizers/low_bit_format.hpp>
+#include <xquant/summary/print_summary.hpp>
+#include <xquant/summary/summarize.hpp>
+#include <xquant/transform/low_bit_schemes.hpp>
+#include <xquant/transform/quantize_model.hpp>
+
+#include "../common/command_line.hpp"
+#include "lm_data.hpp"
+#include "transformer.hpp"
+
+namespace {
+
+struct options {
+  std::size_t steps = 3000, qat_steps = 600, batch = 32, eval_windows = 4000, engine_windows = 500;
+  std::string formats = "8da4w,int4_weight_only,nvfp4";
+  int group = 32;
+  std::string lookup = "int4";
+  std::string text = "/usr/share/games/fortunes";
+  unsigned seed = 1;
+};
+
+options parse(int argc, char** argv) {
+  options o;
+  examples::for_each_option(argc, argv, [&](const std::string& a, auto next) {
+    if (a == "--quick") {
+      o.steps = 300;
+      o.qat_steps = 60;
+      o.eval_windows = 500;
+      o.engine_windows = 100;
+    } else if (a == "--steps") o.steps = std::stoul(next());
+    else if (a == "--qat-steps") o.qat_steps = std::stoul(next());
+    else if (a == "--batch") o.batch = std::stoul(next());
+    else if (a == "--eval-windows") o.eval_windows = std::stoul(next());
+    else if (a == "--engine-windows") o.engine_windows = std::stoul(next());
+    else if (a == "--formats") o.formats = next();
+    else if (a == "--group") o.group = std::stoi(next());
+    else if (a == "--lookup") o.lookup = next();
+    else if (a == "--text") o.text = next();
+    else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
+    else return false;
+    return true;
+  }, " (see the comment at the top of transformer_lm_low_bit.cpp)");
+  if (o.steps == 0 || o.batch == 0 || o.eval_windows == 0)
+    throw std::invalid_argument("--steps, --batch and --eval-windows must be positive");
+  if (o.group <= 0) throw std::invalid_argument("--group must be positive");
+  if (o.lookup != "int4" && o.lookup != "float")
+    throw std::invalid_argument("--lookup: expected int4 or float, given " + o.lookup);
+  return o;
+}
+
+struct format_choice {
+  std::string name;
+  xq::quantization_scheme scheme;
+  bool quantizes_inputs;  // the dense layers' (and the tied projection's) inputs
+};
+
+format_choice choose(const std::string& name, int group) {
+  if (name == "8da4w") return {name, xq::schemes::torchao_8da4w(group), true};
+  if (name == "int4_weight_only") return {name, xq::schemes::torchao_int4_weight_only(group), false};
+  if (name == "intx_weight_only") return {name, xq::schemes::torchao_intx_weight_only(4, group), false};
+  if (name == "nvfp4") return {name, xq::schemes::nvfp4(), true};
+  if (name == "nvfp4_weight_only") return {name, xq::schemes::nvfp4_weight_only(), false};
+  if (name == "mxfp4") return {name, xq::schemes::mx(), true};
+  if (name == "mxfp4_weight_only") return {name, xq::schemes::mx_weight_only(), false};
+  if (name == "fp8") return {name, xq::schemes::torchao_float8_dynamic(), true};
+  throw std::invalid_argument("--formats: expected 8da4w, int4_weight_only, intx_weight_only, nvfp4, "
+                              "nvfp4_weight_only, mxfp4, mxfp4_weight_only or fp8, given " + name);
+}
+
+/// The tied table's two uses (the file comment): the projection as a dense layer (the
+/// format), the lookups with torchao's embedding config (int4 symmetric groups, weight only).
+xq::quantization_spec tied_table_spec(const format_choice& f, const options& o) {
+  xq::quantization_spec spec;
+  xq::layer_quantization projection;
+  projection.quantize_input = f.quantizes_inputs;  // the lm_head's input as any dense's
+  spec.add_type("tied_projection", projection);
+  if (o.lookup == "int4") {
+    xq::layer_quantization lookup;
+    lookup.quantize_input = false;  // ids
+    xq::low_bit::intx_spec w;
+    w.scheme = xq::low_bit::intx_scheme::intx_symmetric;
+    w.bits = 4;
+    w.group_size = o.group;
+    lookup.weight_format = xq::low_bit_format(w);
+    spec.add_type("embedding", lookup);
+  }
+  return spec;
+}
+
+/// Which quantizers run which grid (the format, its blocks and axis).
+template <class Twin>
+void print_layers(Twin& twin) {
+  xq::for_each_quantizer(twin, [&](const xq::fake_quantizer& q) {
+    if (!q.enabled()) return;
+    const auto& c = q.config();
+    std::cout << "    " << q.path() << ": " << (c.format ? xq::describe(c.format) : xq::describe(c)) << "\n";
+  });
+}
+
+/// Perplexity of the engine's logits (N, T, V) on the windows `first`..`first + n`.
+double engine_perplexity(const xq::deploy::integer_model& engine, const xq::dataset& d, std::size_t n) {
+  double total = 0;
+  std::size_t count = 0;
+  const std::size_t batch = 100;
+  for (std::size_t at = 0; at < n; at += batch) {
+    const std::size_t b = std::min(batch, n - at);
+    std::vector<std::size_t> rows(b);
+    for (std::size_t i = 0; i < b; ++i) rows[i] = at + i;
+    const xq::tensor logits = engine.run(xq::gather_rows(d.inputs, rows.data(), b));
+    const std::size_t t = logits.shape()[1], v = logits.shape()[2];
+    for (std::size_t i = 0; i < b; ++i)
+      for (std::size_t k = 0; k < t; ++k) {
+        const float* z = logits.data() + (i * t + k) * v;
+        const float top = *std::max_element(z, z + v);
+        double sum = 0;
+        for (std::size_t c = 0; c < v; ++c) sum += std::exp(double(z[c]) - top);
+        const auto target = static_cast<std::size_t>(d.targets(at + i, k));
+        total += std::log(sum) + top - double(z[target]);
+        ++count;
+      }
+  }
+  return std::exp(total / double(count));
+}
+
+template <class Twin>
+const xq::parameter_ptr& lookup_table(const Twin& q) { return q.embed.float_layer().embeddings(); }
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const options o = parse(argc, argv);
+  std::vector<format_choice> choices;
+  {
+    std::stringstream list(o.formats);
+    for (std::string f; std::getline(list, f, ',');) choices.push_back(choose(f, o.group));
+  }
+  const lm::corpus c = lm::encode(lm::read_text(o.text));
+  lm::shape s;
+  s.vocab = c.vocab;
+  const lm::splits data = lm::make_windows(c, s.context, o.eval_windows);
+  const std::size_t engine_windows = std::min(o.engine_windows, data.held_out.size());
+  std::printf("transformer_lm_low_bit: %zu characters of text (%s), vocabulary %zu, %zu training windows of %zu, "
+              "%zu held out (the engine runs the first %zu); %zu float steps, %zu per format and the control, "
+              "batch %zu; lookups: %s\n",
+              c.ids.size(), o.text.c_str(), c.vocab, data.train.size(), s.context, data.held_out.size(),
+              engine_windows, o.steps, o.qat_steps, o.batch,
+              o.lookup == "int4" ? "torchao's embedding config, int4 weight-only groups" : "float");
+
+  xq::set_seed(o.seed);
+  lm::transformer_lm<> model(s);
+  xq::build(model, {1, s.context});
+  xq::print_summary(xq::summarize(model, {1, s.context}), std::cout);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const double float_rate = lm::train(model, data.train, o.steps, o.batch, 2e-3f, o.seed);
+  const double float_ppl = lm::perplexity(model, data.held_out);
+  std::printf("float: held-out perplexity %.4f after %zu steps (%.0f characters/s training, %.0f s)\n", float_ppl,
+              o.steps, float_rate * static_cast<double>(s.context), lm::seconds_since(t0));
+  std::size_t float_bytes = 0;
+  for (const auto& p : xq::trainable_parameters(model)) float_bytes += p->value.size() * 4;
+
+  // The control: the float model trained on as the formats' twins are, without quantizers.
+  double control_ppl = 0;
+  {
+    const auto tc = std::chrono::steady_clock::now();
+    auto control = xq::clone_model(model);
+    const double rate = o.qat_steps ? lm::train(control, data.train, o.qat_steps, o.batch, 2e-4f, o.seed + 1) : 0.0;
+    control_ppl = lm::perplexity(control, data.held_out);
+    std::printf("float continued (control): perplexity after %zu more steps %.4f (%+.2f%% vs float); %.0f "
+                "characters/s, %.0f s\n",
+                o.qat_steps, control_ppl, 100.0 * (control_ppl / float_ppl - 1.0),
+                rate * static_cast<double>(s.context), lm::seconds_since(tc));
+  }
+
+  // The engine's windows (the first held-out ones), to score the simulation on them too.
+  const xq::dataset engine_data = [&] {
+    std::vector<std::size_t> rows(engine_windows);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+    return xq::dataset{xq::gather_rows(data.held_out.inputs, rows.data(), rows.size()),
+                       xq::gather_rows(data.held_out.targets, rows.data(), rows.size())};
+  }();
+  const xq::tensor& engine_inputs = engine_data.inputs;
+
+  std::vector<std::string> lines;
+  for (const format_choice& f : choices) {
+    const auto tf = std::chrono::steady_clock::now();
+    // A copy of the float model (the tie rebound inside the copy), then its twin: the
+    // twin trains the copy's weights, so every format starts from the same float model.
+    auto copy = xq::clone_model(model);
+    xq::quantize_options qo;
+    qo.scheme = f.scheme;
+    qo.spec = tied_table_spec(f, o);
+    auto twin = xq::quantize_model(copy, qo, {1, s.context});
+    std::cout << f.name << ": scheme " << f.scheme.name << "; quantizers:\n";
+    print_layers(twin);
+    const double ptq = lm::perplexity(twin, data.held_out);
+    std::printf("%s ptq: perplexity %.4f (%+.2f%% vs float)\n", f.name.c_str(), ptq, 100.0 * (ptq / float_ppl - 1.0));
+    // A format whose fine-tuning fails (a non-finite gradient, say) is reported as failed,
+    // with the reason, and the run goes on to the next.
+    double rate = 0.0;
+    std::string qat_failure;
+    try {
+      if (o.qat_steps) rate = lm::train(twin, data.train, o.qat_steps, o.batch, 2e-4f, o.seed + 1);
+    } catch (const std::exception& e) {
+      qat_failure = e.what();
+    }
+    const double qat = qat_failure.empty() ? lm::perplexity(twin, data.held_out) : std::nan("");
+    const double lost = ptq - float_ppl;
+    const double recovered = lost > 0 ? (ptq - qat) / lost : 0.0;
+    const bool tied = lookup_table(twin) == twin.project.float_layer().kernel() && lm::tie_holds(copy) &&
+                      copy.embed.embeddings() != model.embed.embeddings();
+    if (!qat_failure.empty()) {
+      std::printf("%s qat: FAILED: %s; tie: one table for both uses %s (%.0f s)\n", f.name.c_str(),
+                  qat_failure.c_str(), tied ? "yes" : "NO", lm::seconds_since(tf));
+    } else {
+      const std::string share =
+          lost > 0 ? std::to_string(static_cast<int>(std::lround(100.0 * recovered))) + "% of the PTQ loss"
+                   : std::string("nothing to recover (PTQ lost nothing)");
+      std::printf("%s qat: perplexity after %zu steps %.4f (%+.2f%% vs float, %+.2f%% vs the control); recovered %s; "
+                  "tie: one table for both uses %s; %.0f characters/s, %.0f s\n",
+                  f.name.c_str(), o.qat_steps, qat, 100.0 * (qat / float_ppl - 1.0),
+                  100.0 * (qat / control_ppl - 1.0), share.c_str(), tied ? "yes" : "NO",
+                  rate * static_cast<double>(s.context), lm::seconds_since(tf));
+    }
+    if (!tied) throw std::logic_error("the tie did not survive quantizing the " + f.name + " twin");
+
+    // Deployment: the engine, its parity with the simulation, its perplexity, its bytes.
+    char engine_part[256];
+    try {
+      const auto engine = xq::deploy::lower(twin, {s.context});
+      const auto report = xq::deploy::parity(twin, engine, engine_inputs, nullptr, 100);
+      std::cout << engine.summary() << report.table();
+      const double engine_ppl = engine_perplexity(engine, data.held_out, engine_windows);
+      double min_share = 1.0, min_sqnr = std::numeric_limits<double>::infinity();
+      for (const auto& row : report.rows) {
+        min_share = std::min(min_share, row.share());
+        min_sqnr = std::min(min_sqnr, row.sqnr_db());
+      }
+      const double simulated_ppl = lm::perplexity(twin, engine_data);
+      std::printf("%s engine: perplexity %.4f on the first %zu held-out windows (the simulation: %.4f); %zu quantized "
+                  "tensors, the lowest identical share %.4f, the lowest SQNR %.1f dB, output SQNR %.1f dB; %zu bytes "
+                  "of weights (float model: %zu, %.2fx smaller) (%.0f s)\n",
+                  f.name.c_str(), engine_ppl, engine_windows, simulated_ppl, report.rows.size(), min_share, min_sqnr,
+                  report.output_sqnr_db(), engine.weight_bytes(), float_bytes,
+                  double(float_bytes) / double(engine.weight_bytes()), lm::seconds_since(tf));
+      std::snprintf(engine_part, sizeof engine_part,
+                    "engine=%.4f engine_min_identical=%.4f engine_sqnr_db=%.1f engine_weight_bytes=%zu "
+                    "float_weight_bytes=%zu",
+                    engine_ppl, min_share, report.output_sqnr_db(), engine.weight_bytes(), float_bytes);
+    } catch (const std::exception& e) {
+      std::printf("%s engine: does not deploy: %s\n", f.name.c_str(), e.what());
+      std::snprintf(engine_part, sizeof engine_part, "engine=none (does not deploy: see above) float_weight_bytes=%zu",
+                    float_bytes);
+    }
+    char qat_part[128];
+    if (!qat_failure.empty())
+      std::snprintf(qat_part, sizeof qat_part, "qat=failed recovered=none (QAT failed: see above)");
+    else
+      std::snprintf(qat_part, sizeof qat_part, "qat=%.4f recovered=%.2f%s qat_vs_control=%+.2f%%", qat, recovered,
+                    lost > 0 ? "" : " (PTQ lost nothing)", 100.0 * (qat / control_ppl - 1.0));
+    char line[640];
+    std::snprintf(line, sizeof line, "format=%s float=%.4f control=%.4f ptq=%.4f %s %s", f.name.c_str(), float_ppl,
+                  control_ppl, ptq, qat_part, engine_part);
+    lines.push_back(line);
+  }
+  for (const auto& l : lines) std::cout << l << "\n";
+  std::printf("transformer_lm_low_bit seconds=%.0f\n", lm::seconds_since(t0));
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "transformer_lm_low_bit: %s\n", e.what());
+  return 1;
+}
