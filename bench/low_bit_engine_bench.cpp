@@ -31,6 +31,11 @@
 #include <vector>
 
 #include <xquant/deploy/engine/block_scaled_gemm.hpp>
+#include <xquant/deploy/lower.hpp>
+#include <xquant/transform/low_bit_schemes.hpp>
+#include <xquant/xquant.hpp>
+
+#include "../examples/fashion_mnist/cnn.hpp"
 #include <xquant/deploy/engine/integer_gemm.hpp>
 #include <xquant/kernels/gemm.hpp>
 
@@ -166,6 +171,91 @@ BENCHMARK(BM_block_scaled_gemm)
     ->Unit(benchmark::kMicrosecond)
     ->UseManualTime();
 
+
+// ---- the engine on whole models: the CNN and an LM's projections ---------------------------
+
+/// An LM block's projections: 128 -> 512 -> 128 on 64 tokens (its MLP; attention's four
+/// projections are 128 -> 128).
+template <class Dense = xq::dense>
+struct projections {
+  Dense up{xq::dense(512)};
+  Dense down{xq::dense(128)};
+  XQ_CHILDREN(up, down)
+  xq::var operator()(const xq::var& x) { return down(xq::ops::relu(up(x))); }
+};
+
+/// The schemes compared: 0 int8 (NVIDIA), 1 int4-g32 weights with int8 inputs (W4A8),
+/// 2 8da4w, 3 MXFP4, 4 NVFP4.
+xq::quantization_scheme engine_scheme(std::int64_t i) {
+  switch (i) {
+    case 1: return xq::schemes::w4a8(32);
+    case 2: return xq::schemes::torchao_8da4w(32);
+    case 3: return xq::schemes::mx();
+    case 4: return xq::schemes::nvfp4();
+    default: return xq::schemes::nvidia();
+  }
+}
+
+/// Float inference and the lowered model's engine on the same batch, alternated, on
+/// `threads` threads: `engine_over_float` = engine time / float time (below 1: faster).
+template <class Model>
+void time_engine(benchmark::State& state, Model model, const xq::tensor::shape_type& shape) {
+  const int threads = int(state.range(1));
+  xq::build(model, shape);
+  xq::quantize_options o;
+  o.scheme = engine_scheme(state.range(0));
+  o.fold_batch_norm = true;
+  auto q = xq::quantize_model(model, o, shape);
+  xq::tensor x = xq::tensor::from_shape(shape);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(0.0f, 1.0f);
+  for (float& v : x) v = d(rng);
+  {
+    const xq::training_mode train;  // ranges for the static int8 inputs
+    q(xq::var(x));
+  }
+  const std::vector<std::size_t> sample(shape.begin() + 1, shape.end());
+  const auto engine = xq::deploy::lower(q, sample);
+  set_threads(threads);
+  double float_s = 0, engine_s = 0;
+  for (auto _ : state) {
+    const auto t0 = clock_type::now();
+    {
+      const xq::no_grad nothing;
+      benchmark::DoNotOptimize(model(xq::var(x)).value().data());
+    }
+    const auto t1 = clock_type::now();
+    benchmark::DoNotOptimize(engine.run(x).data());
+    engine_s += seconds_since(t1);
+    float_s += std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(seconds_since(t0));
+  }
+  set_threads(2);
+  const double n = double(state.iterations());
+  state.counters["float_ms"] = 1e3 * float_s / n;
+  state.counters["engine_ms"] = 1e3 * engine_s / n;
+  state.counters["engine_over_float"] = engine_s / float_s;
+  state.counters["weight_bytes"] = double(engine.weight_bytes());
+  state.SetLabel(o.scheme.name);
+}
+
+void BM_low_bit_engine_cnn(benchmark::State& state) {
+  time_engine(state, fashion::make_cnn(1), {64, 28, 28, 1});
+}
+BENCHMARK(BM_low_bit_engine_cnn)
+    ->ArgNames({"format", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
+
+void BM_low_bit_engine_projections(benchmark::State& state) {
+  time_engine(state, projections<>(), {64, 128});
+}
+BENCHMARK(BM_low_bit_engine_projections)
+    ->ArgNames({"format", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseManualTime();
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -32,8 +32,9 @@ namespace detail {
 /// a tensor the format refuses.
 XQ_DECL quantized_output format_forward(const low_bit_format& f, const var& x, bool record, const std::string& where);
 /// The grid of format_forward's output on x (argument_error naming `where` where the format
-/// has none).
-XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, const std::string& where);
+/// has none); with `output`, that output too (one pass computes both).
+XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, const std::string& where,
+                                      tensor* output = nullptr);
 
 }  // namespace detail
 }  // namespace xq

@@ -56,7 +56,8 @@ XQ_DECL quantized_output format_forward(const low_bit_format& f, const var& x, b
       f.spec);
 }
 
-XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, const std::string& where) {
+XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, const std::string& where,
+                                      tensor* output) {
   return std::visit(
       [&](const auto& s) -> quantization_grid {
         using S = std::decay_t<decltype(s)>;
@@ -65,7 +66,8 @@ XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, 
         } else {
           using Q = typename format_quantizer<S>::type;
           low_bit_state st;
-          Q::forward_observing(s, x, st, nullptr, where);
+          tensor y = Q::forward_observing(s, x, st, nullptr, where);
+          if (output) *output = std::move(y);
           return Q::grid(s, x.shape(), st, where);
         }
       },

@@ -425,7 +425,8 @@ XQ_DECL engine_tensor low_bit_linear_op::integer_product(const engine_tensor& x,
     // The input's codes and scales as the simulation's quantizer computes them.
     tensor t = tensor::from_shape(tensor::shape_type(x.shape.begin(), x.shape.end()));
     std::copy(x.real.begin(), x.real.end(), t.data());
-    const quantization_grid g = xq::detail::format_grid(activation, t, path);
+    tensor fq;
+    const quantization_grid g = xq::detail::format_grid(activation, t, path, &fq);
     if (product_mode == P::per_token_int8) {
       const std::vector<std::int32_t> q = quantize_on_grid(g, t, path);
       for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::uint8_t(q[i] + 128);
@@ -433,17 +434,21 @@ XQ_DECL engine_tensor low_bit_linear_op::integer_product(const engine_tensor& x,
       sa.assign(g.scale.begin(), g.scale.end());
       acts.scale_block_stride = 0;
     } else {  // FP4 codes as 2v + 12, the product's 4x folded into the scale
-      const tensor fq = xq::detail::format_forward(activation, var(t), false, path).y;
-      const std::vector<std::int32_t> codes = grid_integers(g, fq, path);
-      for (std::size_t i = 0; i < a.size(); ++i)
-        a[i] = std::uint8_t(std::int32_t(2.0f * element_value(g.element, std::uint32_t(codes[i]))) + 12);
       std::fill(za.begin(), za.end(), 12);
       sa.resize(m * blocks);
       const bool one_scale = g.granularity() == grid_granularity::per_tensor;  // a one-block tensor
+      const std::size_t block = packed_.block();
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t b = 0; b < blocks; ++b) {
           const float s = g.scale[one_scale ? 0 : i * blocks + b];
-          sa[i * blocks + b] = (g.tensor_scale ? s * *g.tensor_scale : s) * 0.25f;
+          const float scale = g.tensor_scale ? s * *g.tensor_scale : s;  // the value's one rounding
+          sa[i * blocks + b] = scale * 0.25f;
+          // fq = v · scale rounded once, so 2 fq / scale is within far less than 1/2 of the
+          // integer 2v: rint gives it back (an MX scale, a power of two: exactly).
+          const float inv = 2.0f / scale;
+          const std::size_t end = std::min(k, (b + 1) * block);
+          for (std::size_t c = b * block; c < end; ++c)
+            a[i * k + c] = std::uint8_t(std::int32_t(std::nearbyint(fq.data()[i * k + c] * inv)) + 12);
         }
       acts.scale_row_stride = blocks;
       acts.scale_block_stride = 1;
