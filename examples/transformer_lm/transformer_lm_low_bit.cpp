@@ -52,6 +52,11 @@
 //   options: --steps N (float)  --qat-steps N (per format and the control)  --batch N
 //            --eval-windows N  --engine-windows N (held-out windows the engine runs)
 //            --formats 8da4w,int4_weight_only,nvfp4  --group N  --lookup int4|float
+//            --low-bit-product integer|simulated (the engine's product of a low-bit dense layer:
+//            the block-scaled integer product, the default, whose float sum of the blocks can
+//            differ from the simulation's in its last bits — the parity table shows where and
+//            by how much (SQNR) — or the simulation's float product of the decoded kernel,
+//            identical to the simulation)
 //            --text DIR_OR_FILE  --seed N
 //
 // It ends with one line per format (perplexities; recovered as a fraction, 1.00 = all of
@@ -99,6 +104,7 @@ struct options {
   std::string formats = "8da4w,int4_weight_only,nvfp4";
   int group = 32;
   std::string lookup = "int4";
+  std::string product = "integer";  // the engine's low-bit product (xq::deploy::low_bit_product)
   std::string text = "/usr/share/games/fortunes";
   unsigned seed = 1;
 };
@@ -119,6 +125,7 @@ options parse(int argc, char** argv) {
     else if (a == "--formats") o.formats = next();
     else if (a == "--group") o.group = std::stoi(next());
     else if (a == "--lookup") o.lookup = next();
+    else if (a == "--low-bit-product") o.product = next();
     else if (a == "--text") o.text = next();
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
     else return false;
@@ -127,6 +134,8 @@ options parse(int argc, char** argv) {
   if (o.steps == 0 || o.batch == 0 || o.eval_windows == 0)
     throw std::invalid_argument("--steps, --batch and --eval-windows must be positive");
   if (o.group <= 0) throw std::invalid_argument("--group must be positive");
+  if (o.product != "integer" && o.product != "simulated")
+    throw std::invalid_argument("--low-bit-product: expected integer or simulated, given " + o.product);
   if (o.lookup != "int4" && o.lookup != "float")
     throw std::invalid_argument("--lookup: expected int4 or float, given " + o.lookup);
   return o;
@@ -311,7 +320,9 @@ int main(int argc, char** argv) try {
     // Deployment: the engine, its parity with the simulation, its perplexity, its bytes.
     char engine_part[256];
     try {
-      const auto engine = xq::deploy::lower(twin, {s.context});
+      xq::deploy::lower_options lo;
+      lo.low_bit = o.product == "simulated" ? xq::deploy::low_bit_product::simulated : xq::deploy::low_bit_product::integer;
+      const auto engine = xq::deploy::lower(twin, {s.context}, lo);
       const auto report = xq::deploy::parity(twin, engine, engine_inputs, nullptr, 100);
       std::cout << engine.summary() << report.table();
       const double engine_ppl = engine_perplexity(engine, data.held_out, engine_windows);
