@@ -321,3 +321,40 @@ TEST_CASE("every low-bit quantizer saves, loads, clones and shows its bits", "[l
   round_trip(xq::presets::torchao_int8_dynamic_activation_intx_weight(4, 32).weight, 4.0 + 32.0 / 32.0);
   round_trip(xq::presets::torchao_int4_weight_only(32), 4.0 + 64.0 / 32.0);
 }
+
+TEST_CASE("int4 weight-only groups along a middle axis: the gradient is the last axis's, transposed",
+          "[low_bit][quantizers][gradient]") {
+  // A dense kernel (in, out) quantized along `in` (axis 0, inner = out): each group's
+  // gradient must use its own group's state, as the same groups along the last axis of the
+  // transposed kernel do.
+  const std::size_t in = 64, out = 5;
+  xq::tensor w = xq::tensor::from_shape({in, out}), wt = xq::tensor::from_shape({out, in});
+  xq::tensor dy = xq::tensor::from_shape({in, out}), dyt = xq::tensor::from_shape({out, in});
+  for (std::size_t r = 0; r < in; ++r)
+    for (std::size_t c = 0; c < out; ++c) {
+      const float v = std::sin(0.7f * float(r * out + c)) * (1.0f + float(c)), g = std::cos(0.3f * float(r + 5 * c));
+      w.data()[r * out + c] = wt.data()[c * in + r] = v;
+      dy.data()[r * out + c] = dyt.data()[c * in + r] = g;
+    }
+  xq::low_bit::intx_spec middle, last;
+  middle.scheme = last.scheme = xq::low_bit::intx_scheme::int4_weight_only;
+  middle.group_size = last.group_size = 32;
+  middle.axis = 0;
+  last.axis = -1;
+  xq::intx_quantizer qm(middle), ql(last);
+  xq::var a(w, true), b(wt, true);
+  {
+    xq::tape t;
+    t.backward(qm(a), dy);
+  }
+  {
+    xq::tape t;
+    t.backward(ql(b), dyt);
+  }
+  for (std::size_t r = 0; r < in; ++r)
+    for (std::size_t c = 0; c < out; ++c) {
+      INFO(r << ", " << c);
+      REQUIRE(std::isfinite(a.grad().data()[r * out + c]));
+      CHECK(a.grad().data()[r * out + c] == b.grad().data()[c * in + r]);
+    }
+}

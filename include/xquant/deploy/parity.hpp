@@ -41,6 +41,10 @@ struct parity_row {
   /// Σ simulated², Σ (simulated - engine)² over the real values the integers stand for:
   /// the signal-to-quantization-noise ratio of deployed against simulated.
   double signal = 0, noise = 0;
+  /// A low-bit format's values whose scales moved (the engine's input to the quantizer
+  /// differed): the engine's values are off the simulation's grid of that tensor, and
+  /// `max_steps` does not count them (the SQNR does).
+  std::size_t off_grid = 0;
   double share() const noexcept { return elements ? double(identical) / double(elements) : 1.0; }
   /// 10 log10(signal / noise) in dB; +infinity where every value is identical.
   XQ_DECL double sqnr_db() const noexcept;

@@ -272,7 +272,8 @@ void int4_weight_only_backward(const kernels::block_layout& bl, const float* x, 
         xs[j] = x[(o * L + b * G + j) * inner + i];
         dys[j] = dy[(o * L + b * G + j) * inner + i];
       }
-      int4_weight_only_group_backward<Policy>(state[2 * g], state[2 * g + 1], xs.data(), dys.data(), dxs.data(), G,
+      const std::size_t at = (o * nb + b) * inner + i;  // the forward's state order (outer, block, inner)
+      int4_weight_only_group_backward<Policy>(state[2 * at], state[2 * at + 1], xs.data(), dys.data(), dxs.data(), G,
                                               gnum.data(), c1.data(), c2.data(), m1.data());
       for (std::size_t j = 0; j < G; ++j) dx[(o * L + b * G + j) * inner + i] = dxs[j];
     }

@@ -96,10 +96,18 @@ XQ_DECL void add_parity_batch(parity_report& report, const graph_trace& trace, c
         const double a = simulated_values.data()[i], b = ours.data()[i];
         row.signal += a * a;
         row.noise += (a - b) * (a - b);
-        if (a == b) ++row.identical;
-        const std::int64_t d = codes.empty() ? std::int64_t(1) << 30 : std::int64_t(sim[i]) - std::int64_t(codes[i]);
-        if (a == b || (d >= -1 && d <= 1)) ++row.within_one_step;
-        if (a != b) row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
+        if (a == b) {
+          ++row.identical;
+          ++row.within_one_step;
+          continue;
+        }
+        if (codes.empty()) {
+          ++row.off_grid;
+          continue;
+        }
+        const std::int64_t d = std::int64_t(sim[i]) - std::int64_t(codes[i]);
+        if (d >= -1 && d <= 1) ++row.within_one_step;
+        row.max_steps = std::max<std::int64_t>(row.max_steps, d < 0 ? -d : d);
       }
       continue;
     }
@@ -218,8 +226,13 @@ XQ_DECL std::string parity_report::table() const {
                 "max|d|", "SQNR dB");
   s << line;
   for (const parity_row& r : rows) {
-    std::snprintf(line, sizeof line, "%-34s %12zu %12zu %9.5f%% %6lld %9.1f\n", r.label.c_str(), r.elements, r.identical,
-                  100.0 * r.share(), static_cast<long long>(r.max_steps), r.sqnr_db());
+    char steps[16];
+    if (r.off_grid)
+      std::snprintf(steps, sizeof steps, "%s", "moved");  // scales moved: values off the simulation's grid
+    else
+      std::snprintf(steps, sizeof steps, "%lld", static_cast<long long>(r.max_steps));
+    std::snprintf(line, sizeof line, "%-34s %12zu %12zu %9.5f%% %6s %9.1f\n", r.label.c_str(), r.elements, r.identical,
+                  100.0 * r.share(), steps, r.sqnr_db());
     s << line;
   }
   std::snprintf(line, sizeof line, "output: %zu of %zu elements identical, max |difference| %.3g, SQNR %.1f dB\n",
