@@ -167,16 +167,16 @@ TEST_CASE("low-bit schemes put the peers' recipes on the layers, blocks along th
   CHECK(q.first.weight_quantizer().precision() == 8);
   const auto& conv_w = q.second.weight_quantizer();
   REQUIRE(conv_w.enabled());
-  const auto* spec = std::get_if<xq::low_bit::mx_spec>(&conv_w.config().format.spec);
+  const auto* spec = conv_w.config().format.get_if<xq::low_bit::mx_spec>();
   REQUIRE(spec);
   CHECK(spec->axis == 2);  // HWIO: the input channels
   CHECK(conv_w.precision() == 4);
-  const auto* head_spec = std::get_if<xq::low_bit::mx_spec>(&q.head.weight_quantizer().config().format.spec);
+  const auto* head_spec = q.head.weight_quantizer().config().format.get_if<xq::low_bit::mx_spec>();
   REQUIRE(head_spec);
   CHECK(head_spec->axis == 0);  // a dense kernel (in, out)
   const auto& conv_in = q.second.input_quantizer();
   REQUIRE(conv_in.enabled());
-  CHECK(std::get_if<xq::low_bit::mx_spec>(&conv_in.site().config().format.spec)->axis == -1);
+  CHECK(conv_in.site().config().format.get_if<xq::low_bit::mx_spec>()->axis == -1);
   CHECK_FALSE(q.pool.input_quantizer().enabled());  // the peers quantize linear layers only
   // The kernel's grid: one E8M0 scale per block of 32 input channels (one per tap and filter).
   const auto g = conv_w.grid_of(q.second.float_layer().kernel()->value);
@@ -210,11 +210,11 @@ TEST_CASE("low-bit schemes put the peers' recipes on the layers, blocks along th
   auto w4 = xq::quantize_model(model, o, shape);
   CHECK_FALSE(w4.second.input_quantizer().site().config().format);
   CHECK(w4.second.input_quantizer().site().config().num_bits == 8);
-  CHECK(std::get_if<xq::low_bit::intx_spec>(&w4.second.weight_quantizer().config().format.spec));
+  CHECK(w4.second.weight_quantizer().config().format.get_if<xq::low_bit::intx_spec>());
   CHECK(w4.pool.input_quantizer().enabled());
 }
 
-TEST_CASE("a spec mixes formats by path and type; checkpoints keep the format", "[low_bit][quantize][spec]") {
+TEST_CASE("a spec mixes formats by path and type, and checkpoints keep the format", "[low_bit][quantize][spec]") {
   using model_t = block_net<>;
   const xq::tensor::shape_type shape{2, 8, 8, 3};
   model_t model;
@@ -234,12 +234,12 @@ TEST_CASE("a spec mixes formats by path and type; checkpoints keep the format", 
   auto q = xq::quantize_model(model, o, shape);
   CHECK_FALSE(q.head.weight_quantizer().config().format);
   CHECK(q.head.weight_quantizer().precision() == 8);
-  CHECK(std::get_if<xq::low_bit::nvfp4_spec>(&q.second.weight_quantizer().config().format.spec));
+  CHECK(q.second.weight_quantizer().config().format.get_if<xq::low_bit::nvfp4_spec>());
   // The conv's input keeps the scheme's per-token int8; the first conv, whose 3 channels no
   // NVFP4 block fits, keeps the integer grid on both.
   CHECK_FALSE(q.first.weight_quantizer().config().format);
   CHECK_FALSE(q.first.input_quantizer().site().config().format);
-  CHECK(std::get_if<xq::low_bit::intx_spec>(&q.second.input_quantizer().site().config().format.spec));
+  CHECK(q.second.input_quantizer().site().config().format.get_if<xq::low_bit::intx_spec>());
 
   {
     xq::training_mode train;

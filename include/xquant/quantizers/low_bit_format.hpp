@@ -25,37 +25,66 @@
 
 #include <cstddef>
 #include <string>
-#include <variant>
+#include <cstdint>
+#include <type_traits>
 
 #include "../config.hpp"
 #include "../numerics/low_bit_specs.hpp"
 
 namespace xq {
 
-struct low_bit_format {
-  using spec_variant =
-      std::variant<std::monostate, low_bit::intx_spec, low_bit::fp8_spec, low_bit::mx_spec, low_bit::nvfp4_spec>;
+/// The "no format" alternative `visit_format` passes.
+struct no_low_bit_format {};
 
-  /// None (the config's integer grid), or the spec of one format.
-  spec_variant spec;
+/// A tagged choice of one spec (plain data: a configuration copies it everywhere).
+struct low_bit_format {
+  enum class kind : std::uint8_t { none, intx, fp8, mx, nvfp4 };
+  /// Which spec below is the format's (none: the config's integer grid).
+  kind what = kind::none;
+  low_bit::intx_spec intx{};
+  low_bit::fp8_spec fp8{};
+  low_bit::mx_spec mx{};
+  low_bit::nvfp4_spec nvfp4{};
   /// The wrapper that owns the quantizer sets the spec's axis (see the file comment); false:
   /// the spec's own axis.
   bool axis_from_layer = true;
 
   low_bit_format() = default;
-  low_bit_format(low_bit::intx_spec s) : spec(s) {}   // NOLINT: a spec is a format
-  low_bit_format(low_bit::fp8_spec s) : spec(s) {}    // NOLINT
-  low_bit_format(low_bit::mx_spec s) : spec(s) {}     // NOLINT
-  low_bit_format(low_bit::nvfp4_spec s) : spec(s) {}  // NOLINT
+  low_bit_format(low_bit::intx_spec s) : what(kind::intx), intx(s) {}     // NOLINT: a spec is a format
+  low_bit_format(low_bit::fp8_spec s) : what(kind::fp8), fp8(s) {}        // NOLINT
+  low_bit_format(low_bit::mx_spec s) : what(kind::mx), mx(s) {}           // NOLINT
+  low_bit_format(low_bit::nvfp4_spec s) : what(kind::nvfp4), nvfp4(s) {}  // NOLINT
 
   /// Whether a format is named (false: the integer grid).
-  bool has_value() const noexcept { return spec.index() != 0; }
+  bool has_value() const noexcept { return what != kind::none; }
   explicit operator bool() const noexcept { return has_value(); }
+  /// The spec if the format is of type S, else nullptr.
+  template <class S>
+  const S* get_if() const noexcept {
+    if constexpr (std::is_same_v<S, low_bit::intx_spec>) return what == kind::intx ? &intx : nullptr;
+    else if constexpr (std::is_same_v<S, low_bit::fp8_spec>) return what == kind::fp8 ? &fp8 : nullptr;
+    else if constexpr (std::is_same_v<S, low_bit::mx_spec>) return what == kind::mx ? &mx : nullptr;
+    else return what == kind::nvfp4 ? &nvfp4 : nullptr;
+  }
   /// The spec's axis (0 without a format).
   XQ_DECL int axis() const noexcept;
   /// The same format with its blocks along `axis`.
   XQ_DECL low_bit_format with_axis(int axis) const;
 };
+
+/// fn(spec) with the format's spec (a const reference), or fn(no_low_bit_format{}).
+template <class F>
+decltype(auto) visit_format(const low_bit_format& f, F&& fn) {
+  using K = low_bit_format::kind;
+  switch (f.what) {
+    case K::intx: return fn(f.intx);
+    case K::fp8: return fn(f.fp8);
+    case K::mx: return fn(f.mx);
+    case K::nvfp4: return fn(f.nvfp4);
+    case K::none: break;
+  }
+  return fn(no_low_bit_format{});
+}
 
 /// "mx_quantizer(mxfp4 torchao_rceil block 32 axis 0)" style; "" without a format.
 XQ_DECL std::string describe(const low_bit_format& f);

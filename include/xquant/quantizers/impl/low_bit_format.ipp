@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <string>
-#include <variant>
 
 #include "../../core/error.hpp"
 #include "../../numerics/float8_scaled.hpp"
@@ -26,44 +25,41 @@ overloaded(F...) -> overloaded<F...>;
 }  // namespace detail
 
 XQ_DECL int low_bit_format::axis() const noexcept {
-  return std::visit(detail::overloaded{[](std::monostate) { return 0; }, [](const auto& s) { return s.axis; }}, spec);
+  return visit_format(*this, detail::overloaded{[](no_low_bit_format) { return 0; }, [](const auto& s) { return s.axis; }});
 }
 
 XQ_DECL low_bit_format low_bit_format::with_axis(int a) const {
   low_bit_format f = *this;
-  std::visit(detail::overloaded{[](std::monostate) {}, [a](auto& s) { s.axis = a; }}, f.spec);
+  f.intx.axis = f.fp8.axis = f.mx.axis = f.nvfp4.axis = a;  // the unused specs' axes mean nothing
   return f;
 }
 
 XQ_DECL std::string describe(const low_bit_format& f) {
-  return std::visit(detail::overloaded{[](std::monostate) { return std::string(); },
+  return visit_format(f, detail::overloaded{[](no_low_bit_format) { return std::string(); },
                                        [](const low_bit::intx_spec& s) { return low_bit::describe(s); },
                                        [](const low_bit::fp8_spec& s) { return low_bit::describe(s); },
                                        [](const low_bit::mx_spec& s) { return low_bit::describe(s); },
-                                       [](const low_bit::nvfp4_spec& s) { return low_bit::describe(s); }},
-                    f.spec);
+                                       [](const low_bit::nvfp4_spec& s) { return low_bit::describe(s); }});
 }
 
 XQ_DECL int element_bits(const low_bit_format& f) {
-  return std::visit(
-      detail::overloaded{[](std::monostate) { return 0; }, [](const low_bit::intx_spec& s) { return s.bits; },
+  return visit_format(f,
+      detail::overloaded{[](no_low_bit_format) { return 0; }, [](const low_bit::intx_spec& s) { return s.bits; },
                          [](const low_bit::fp8_spec&) { return 8; },
                          [](const low_bit::mx_spec& s) { return s.element.int8 ? 8 : low_bit::info(s.element.type).bits; },
-                         [](const low_bit::nvfp4_spec&) { return 4; }},
-      f.spec);
+                         [](const low_bit::nvfp4_spec&) { return 4; }});
 }
 
 XQ_DECL double bits_per_value(const low_bit_format& f, std::size_t axis_length) {
   const double row = double(axis_length ? axis_length : 1);
-  return std::visit(
-      detail::overloaded{[](std::monostate) { return 0.0; },
+  return visit_format(f,
+      detail::overloaded{[](no_low_bit_format) { return 0.0; },
                          [&](const low_bit::intx_spec& s) { return low_bit::bits_per_value(s, axis_length); },
                          [&](const low_bit::fp8_spec& s) {
                            return s.granularity == low_bit::fp8_granularity::per_row ? 8.0 + 32.0 / row : 8.0;
                          },
                          [](const low_bit::mx_spec& s) { return low_bit::bits_per_value(s); },
-                         [](const low_bit::nvfp4_spec&) { return low_bit::nvfp4_bits_per_value(); }},
-      f.spec);
+                         [](const low_bit::nvfp4_spec&) { return low_bit::nvfp4_bits_per_value(); }});
 }
 
 }  // namespace xq

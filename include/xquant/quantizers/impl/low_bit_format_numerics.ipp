@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "../fp8_quantizer.hpp"
@@ -44,24 +43,21 @@ quantized_output run_format(const typename Q::spec_type& s, const var& x, bool r
 }
 
 XQ_DECL quantized_output format_forward(const low_bit_format& f, const var& x, bool record, const std::string& where) {
-  return std::visit(
-      [&](const auto& s) -> quantized_output {
+  return visit_format(f, [&](const auto& s) -> quantized_output {
         using S = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<S, std::monostate>) {
+        if constexpr (std::is_same_v<S, no_low_bit_format>) {
           throw argument_error(where, "a low-bit format", "none");
         } else {
           return run_format<typename format_quantizer<S>::type>(s, x, record, where);
         }
-      },
-      f.spec);
+      });
 }
 
 XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, const std::string& where,
                                       tensor* output) {
-  return std::visit(
-      [&](const auto& s) -> quantization_grid {
+  return visit_format(f, [&](const auto& s) -> quantization_grid {
         using S = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<S, std::monostate>) {
+        if constexpr (std::is_same_v<S, no_low_bit_format>) {
           throw argument_error(where, "a low-bit format", "none");
         } else {
           using Q = typename format_quantizer<S>::type;
@@ -70,8 +66,7 @@ XQ_DECL quantization_grid format_grid(const low_bit_format& f, const tensor& x, 
           if (output) *output = std::move(y);
           return Q::grid(s, x.shape(), st, where);
         }
-      },
-      f.spec);
+      });
 }
 
 }  // namespace detail
@@ -88,12 +83,10 @@ XQ_DECL bool format_accepts(const low_bit_format& f, std::size_t axis_length) {
 
 XQ_DECL void validate(const low_bit_format& f, const std::string& where) {
   try {
-    std::visit(
-        [](const auto& s) {
+    visit_format(f, [](const auto& s) {
           using S = std::decay_t<decltype(s)>;
-          if constexpr (!std::is_same_v<S, std::monostate>) (void)typename detail::format_quantizer<S>::type(s);
-        },
-        f.spec);
+          if constexpr (!std::is_same_v<S, no_low_bit_format>) (void)typename detail::format_quantizer<S>::type(s);
+        });
   } catch (const argument_error& e) {
     throw argument_error(where, e.expected(), e.given());
   }

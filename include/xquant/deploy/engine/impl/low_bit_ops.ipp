@@ -75,8 +75,7 @@ E enum_field(const op_reader& r, const char* key, E last) {
 }
 
 inline void encode_format(op_writer& w, const low_bit_format& f) {
-  std::visit(
-      [&](const auto& s) {
+  visit_format(f, [&](const auto& s) {
         using S = std::decay_t<decltype(s)>;
         if constexpr (std::is_same_v<S, low_bit::intx_spec>) {
           w.text("kind", "intx");
@@ -102,9 +101,8 @@ inline void encode_format(op_writer& w, const low_bit_format& f) {
         } else {
           w.text("kind", "none");
         }
-        if constexpr (!std::is_same_v<S, std::monostate>) w.integer("axis", s.axis);
-      },
-      f.spec);
+        if constexpr (!std::is_same_v<S, no_low_bit_format>) w.integer("axis", s.axis);
+      });
 }
 
 inline low_bit_format decode_format(const op_reader& r) {
@@ -154,8 +152,8 @@ inline low_bit_format decode_format(const op_reader& r) {
 
 /// Whether a format's scales of one sample depend on the other samples of the batch.
 inline bool tensor_wide(const low_bit_format& f) noexcept {
-  if (const auto* n = std::get_if<low_bit::nvfp4_spec>(&f.spec)) return n->variant != low_bit::nvfp4_variant::torchao_one_level;
-  if (const auto* e = std::get_if<low_bit::fp8_spec>(&f.spec)) return e->granularity == low_bit::fp8_granularity::per_tensor;
+  if (const auto* n = f.get_if<low_bit::nvfp4_spec>()) return n->variant != low_bit::nvfp4_variant::torchao_one_level;
+  if (const auto* e = f.get_if<low_bit::fp8_spec>()) return e->granularity == low_bit::fp8_granularity::per_tensor;
   return false;
 }
 
@@ -387,15 +385,15 @@ XQ_DECL bool low_bit_linear_op::integer_product_fits(product_kind kind, const pa
   switch (kind) {
     case P::static_int8: return !input;
     case P::per_token_int8: {
-      const auto* t = std::get_if<low_bit::intx_spec>(&input.spec);
+      const auto* t = input.get_if<low_bit::intx_spec>();
       return t && t->scheme == low_bit::intx_scheme::intx_per_token && t->bits == 8 && t->axis == -1;
     }
     case P::fp4_blocks: {
       if (!fp4) return false;
-      if (const auto* m = std::get_if<low_bit::mx_spec>(&input.spec))
+      if (const auto* m = input.get_if<low_bit::mx_spec>())
         return !m->element.int8 && m->element.type == low_bit::element_type::e2m1 && m->axis == -1 &&
                std::size_t(m->block_size) == g.block_size;
-      if (const auto* v = std::get_if<low_bit::nvfp4_spec>(&input.spec))
+      if (const auto* v = input.get_if<low_bit::nvfp4_spec>())
         return !v->tiles_16x16 && v->axis == -1 && g.block_size == 16;
       return false;
     }

@@ -351,7 +351,7 @@ XQ_DECL onnx_value onnx_writer::dynamic_quantize(std::size_t i, const op::quanti
                          "per-token int8, FP8 E4M3 per row or tensor, MX RCEIL with E2M1 or E4M3 elements, NVFP4)",
                          describe(q.format) + ": " + why);
   };
-  if (o_.opset < 19 && !std::holds_alternative<low_bit::intx_spec>(q.format.spec))
+  if (o_.opset < 19 && !q.format.get_if<low_bit::intx_spec>())
     throw argument_error(path, "opset 19 or later for a dynamic FP8, MX or NVFP4 point (Cast to FLOAT8E4M3FN)",
                          xq::detail::concat("opset ", o_.opset));
   const auto cast_e4m3 = [&](const std::string& t, const std::string& name) {  // round to E4M3 (RNE) and back
@@ -394,7 +394,7 @@ XQ_DECL onnx_value onnx_writer::dynamic_quantize(std::size_t i, const op::quanti
   };
 
   std::string y;
-  if (const auto* f = std::get_if<low_bit::intx_spec>(&q.format.spec)) {
+  if (const auto* f = q.format.get_if<low_bit::intx_spec>()) {
     if (f->scheme != low_bit::intx_scheme::intx_per_token) refuse("only torchao's per-token activations are dynamic here");
     const float qmin = -std::ldexp(1.0f, f->bits - 1), qmax = std::ldexp(1.0f, f->bits - 1) - 1.0f;
     const float eps = f->eps > 0.0f ? f->eps : 1.17549435e-38f;
@@ -413,7 +413,7 @@ XQ_DECL onnx_value onnx_writer::dynamic_quantize(std::size_t i, const op::quanti
     const std::string qv =
         node("Clip", {node("Add", {r, zp}, base + "/shifted"), constant(qmin), constant(qmax)}, base + "/q");
     y = node("Mul", {node("Sub", {qv, zp}, base + "/centred"), scale}, base + "/dq");
-  } else if (const auto* f = std::get_if<low_bit::fp8_spec>(&q.format.spec)) {
+  } else if (const auto* f = q.format.get_if<low_bit::fp8_spec>()) {
     if (f->variant != low_bit::fp8_variant::torchao) refuse("TransformerEngine's scaling is not exported");
     if (f->element != low_bit::element_type::e4m3fn) refuse("E5M2 elements are not exported");
     const bool per_row = f->granularity == low_bit::fp8_granularity::per_row;
@@ -424,7 +424,7 @@ XQ_DECL onnx_value onnx_writer::dynamic_quantize(std::size_t i, const op::quanti
     const std::string t = node("Clip", {node("Div", {x, scale}, base + "/scaled"), constant(-448.0f), constant(448.0f)},
                                base + "/clipped");
     y = node("Mul", {cast_e4m3(t, base + "/element"), scale}, base + "/dq");
-  } else if (const auto* f = std::get_if<low_bit::mx_spec>(&q.format.spec)) {
+  } else if (const auto* f = q.format.get_if<low_bit::mx_spec>()) {
     if (f->variant != low_bit::mx_variant::torchao_rceil) refuse("only torchao's RCEIL exponent is exported");
     if (f->element.int8 || (f->element.type != low_bit::element_type::e2m1 && f->element.type != low_bit::element_type::e4m3fn))
       refuse("only E2M1 and E4M3 elements are exported");
@@ -459,7 +459,7 @@ XQ_DECL onnx_value onnx_writer::dynamic_quantize(std::size_t i, const op::quanti
         node("Clip", {node("Mul", {xb, pre}, base + "/scaled"), constant(-max), constant(max)}, base + "/clipped");
     const std::string e = fp4 ? round_e2m1(t, base + "/element") : cast_e4m3(t, base + "/element");
     y = unblock(node("Mul", {e, scale}, base + "/dq_blocks"), base + "/dq");
-  } else if (const auto* f = std::get_if<low_bit::nvfp4_spec>(&q.format.spec)) {
+  } else if (const auto* f = q.format.get_if<low_bit::nvfp4_spec>()) {
     const bool one_level = f->variant == low_bit::nvfp4_variant::torchao_one_level;
     if (f->variant != low_bit::nvfp4_variant::torchao && !one_level) refuse("only torchao's NVFP4 is exported");
     const std::string xb = blocks_of(16, base);
