@@ -42,6 +42,27 @@ auto make_qat_cnn(const fashion::cnn& model, bool fold, xq::quantization_scheme 
   return xq::quantize_model(model, o, {1, 28, 28, 1});
 }
 
+/// A float step and a QAT step in turn, each timed on its own: counters float_ms, qat_ms
+/// and their ratio qat_over_float (both see the same machine state).
+template <class FloatStep, class QatStep>
+void time_alternately(benchmark::State& state, FloatStep& float_step, QatStep& qat_step) {
+  double float_seconds = 0, qat_seconds = 0;
+  using clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    auto t0 = clock::now();
+    float_step();
+    auto t1 = clock::now();
+    qat_step();
+    auto t2 = clock::now();
+    float_seconds += std::chrono::duration<double>(t1 - t0).count();
+    qat_seconds += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["float_ms"] = 1e3 * float_seconds / n;
+  state.counters["qat_ms"] = 1e3 * qat_seconds / n;
+  state.counters["qat_over_float"] = qat_seconds / float_seconds;
+}
+
 void set_rate(benchmark::State& state, std::size_t batch) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch));
   state.counters["images_per_s"] =
@@ -109,21 +130,7 @@ void BM_qat_over_float_train_step(benchmark::State& state) {
   auto qat = make_qat_cnn(twin_source, state.range(0) != 0);
   train_step<fashion::cnn> float_step(float_model, batch);
   train_step<decltype(qat)> qat_step(qat, batch);
-  double float_seconds = 0, qat_seconds = 0;
-  using clock = std::chrono::steady_clock;
-  for (auto _ : state) {
-    auto t0 = clock::now();
-    float_step();
-    auto t1 = clock::now();
-    qat_step();
-    auto t2 = clock::now();
-    float_seconds += std::chrono::duration<double>(t1 - t0).count();
-    qat_seconds += std::chrono::duration<double>(t2 - t1).count();
-  }
-  const double n = static_cast<double>(state.iterations());
-  state.counters["float_ms"] = 1e3 * float_seconds / n;
-  state.counters["qat_ms"] = 1e3 * qat_seconds / n;
-  state.counters["qat_over_float"] = qat_seconds / float_seconds;
+  time_alternately(state, float_step, qat_step);
 }
 BENCHMARK(BM_qat_over_float_train_step)->ArgName("fold")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -143,21 +150,7 @@ void BM_low_bit_qat_over_float_train_step(benchmark::State& state) {
   auto qat = make_qat_cnn(twin_source, true, schemes[state.range(0)]);
   train_step<fashion::cnn> float_step(float_model, batch);
   train_step<decltype(qat)> qat_step(qat, batch);
-  double float_seconds = 0, qat_seconds = 0;
-  using clock = std::chrono::steady_clock;
-  for (auto _ : state) {
-    auto t0 = clock::now();
-    float_step();
-    auto t1 = clock::now();
-    qat_step();
-    auto t2 = clock::now();
-    float_seconds += std::chrono::duration<double>(t1 - t0).count();
-    qat_seconds += std::chrono::duration<double>(t2 - t1).count();
-  }
-  const double n = static_cast<double>(state.iterations());
-  state.counters["float_ms"] = 1e3 * float_seconds / n;
-  state.counters["qat_ms"] = 1e3 * qat_seconds / n;
-  state.counters["qat_over_float"] = qat_seconds / float_seconds;
+  time_alternately(state, float_step, qat_step);
   state.SetLabel(schemes[state.range(0)].name);
 }
 BENCHMARK(BM_low_bit_qat_over_float_train_step)
