@@ -53,6 +53,7 @@
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
 
+#include "../common/print_quantizers.hpp"
 #include "../fashion_mnist/cnn.hpp"
 #include "../fashion_mnist/deployment.hpp"
 #include "../resnet/resnet.hpp"
@@ -82,16 +83,6 @@ format_choice choose(const std::string& name) {
 template <class Model>
 double accuracy(Model& model, const xq::dataset& test) {
   return xq::evaluate(model, xq::sparse_softmax_cross_entropy, test, 500).metric.value_or(0);
-}
-
-/// Which layers run which format, and the weights' bits (element + scales) per value.
-template <class Twin>
-void print_layers(Twin& twin) {
-  xq::for_each_quantizer(twin, [&](const xq::fake_quantizer& q) {
-    if (!q.enabled()) return;
-    const auto& c = q.config();
-    std::cout << "    " << q.path() << ": " << (c.format ? xq::describe(c.format) : xq::describe(c)) << "\n";
-  });
 }
 
 /// The CNN's dense layers as tools/torchao_qat_parity.py reads them: <layer>.kernel (in, out),
@@ -146,7 +137,7 @@ void run(Model model, const std::string& name, const std::vector<format_choice>&
     options.freeze_batch_norm_after = static_cast<long>(steps_per_epoch * s.qat_epochs / 2);
     auto twin = xq::quantize_model(base, options, {1, 28, 28, 1});
     std::cout << f.name << ": scheme " << f.scheme.name << "\n";
-    print_layers(twin);
+    examples::print_quantizers(twin);
     if (f.calibrate) {
       std::vector<std::size_t> first(std::min<std::size_t>(2000, train.size()));
       for (std::size_t i = 0; i < first.size(); ++i) first[i] = i;

@@ -22,9 +22,14 @@
 //      stored as the format stores them: packed 4-bit codes and block scales), its parity
 //      with the simulation on held-out windows per quantized tensor (identical share, SQNR:
 //      `report.table()`), the engine's perplexity and its weight bytes against float.
-//      torchao's int4 weight-only grid, real = (q - zp)·scale rounded twice, has no
-//      integer form in the engine: lowering it fails with the engine's reason, which is
-//      printed (that format then reports no engine figures), and the run goes on.
+//      torchao's int4 weight-only kernel, real = (q - 8)·scale + a float zero point per
+//      group (two roundings), is stored as its 4-bit codes, the group scales and the zero
+//      points, and decoded once; its inputs are float. A format that does not lower prints
+//      the engine's reason (no engine figures for it) and the run goes on;
+//   5. with --onnxruntime PYTHON: the twin exported to ONNX (deploy/export_onnx.hpp: the
+//      kernels as blocked DequantizeLinear of their codes, the dynamic inputs as the
+//      operators that compute them) and run by onnxruntime (tools/onnx_check.py) on the
+//      engine's windows: its perplexity, and how far its logits are from the simulation's.
 //
 // As in transformer_lm, a float copy fine-tuned the same steps at the same rate is the
 // control, so that QAT compares also with a model trained as long.
@@ -58,12 +63,14 @@
 //            by how much (SQNR) — or the simulation's float product of the decoded kernel,
 //            identical to the simulation)
 //            --text DIR_OR_FILE  --seed N
+//            --onnxruntime PYTHON (a Python with onnx and onnxruntime)  --export-dir DIR
 //
 // It ends with one line per format (perplexities; recovered as a fraction, 1.00 = all of
 // the PTQ loss; qat_vs_control the QAT model against the float control):
 // `format=<f> float=<p> control=<c> ptq=<b> qat=<q> recovered=<r> qat_vs_control=<+d%>
 //  engine=<e> engine_min_identical=<share> engine_sqnr_db=<s> engine_weight_bytes=<n>
-//  float_weight_bytes=<m>` — `engine=none (does not deploy: see above)` where the format
+//  float_weight_bytes=<m> onnxruntime=<o> onnxruntime_sqnr_db=<d>` (onnxruntime=not_run
+//  without --onnxruntime) — `engine=none (does not deploy: see above)` where the format
 // does not lower (the reason printed above it), `qat=failed` where fine-tuning threw (the
 // reason above) — then `transformer_lm_low_bit seconds=<t>`.
 //
@@ -75,6 +82,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -85,8 +94,11 @@
 #include <xquant/core/clone.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
+#include <xquant/train/fit.hpp>
+#include <xquant/deploy/export_onnx.hpp>
 #include <xquant/deploy/lower.hpp>
 #include <xquant/deploy/parity.hpp>
+#include <xquant/io/npy.hpp>
 #include <xquant/quantizers/low_bit_format.hpp>
 #include <xquant/summary/print_summary.hpp>
 #include <xquant/summary/summarize.hpp>
@@ -94,6 +106,7 @@
 #include <xquant/transform/quantize_model.hpp>
 
 #include "../common/command_line.hpp"
+#include "../common/print_quantizers.hpp"
 #include "lm_data.hpp"
 #include "transformer.hpp"
 
@@ -106,6 +119,8 @@ struct options {
   std::string lookup = "int4";
   std::string product = "integer";  // the engine's low-bit product (xq::deploy::low_bit_product)
   std::string text = "/usr/share/games/fortunes";
+  std::string onnx_python;  // a Python with onnx and onnxruntime: run the exported file there
+  std::string export_dir = "transformer_lm_low_bit_export";
   unsigned seed = 1;
 };
 
@@ -128,6 +143,8 @@ options parse(int argc, char** argv) {
     else if (a == "--low-bit-product") o.product = next();
     else if (a == "--text") o.text = next();
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
+    else if (a == "--onnxruntime") o.onnx_python = next();
+    else if (a == "--export-dir") o.export_dir = next();
     else return false;
     return true;
   }, " (see the comment at the top of transformer_lm_low_bit.cpp)");
@@ -180,17 +197,24 @@ xq::quantization_spec tied_table_spec(const format_choice& f, const options& o) 
   return spec;
 }
 
-/// Which quantizers run which grid (the format, its blocks and axis).
-template <class Twin>
-void print_layers(Twin& twin) {
-  xq::for_each_quantizer(twin, [&](const xq::fake_quantizer& q) {
-    if (!q.enabled()) return;
-    const auto& c = q.config();
-    std::cout << "    " << q.path() << ": " << (c.format ? xq::describe(c.format) : xq::describe(c)) << "\n";
-  });
+/// The summed cross entropy (nats) of logits (b, T, V) against the targets of windows
+/// `first`.. of `d`, and how many characters it covers.
+void add_cross_entropy(const xq::tensor& logits, const xq::dataset& d, std::size_t first, double& total,
+                       std::size_t& count) {
+  const std::size_t b = logits.shape()[0], t = logits.shape()[1], v = logits.shape()[2];
+  for (std::size_t i = 0; i < b; ++i)
+    for (std::size_t k = 0; k < t; ++k) {
+      const float* z = logits.data() + (i * t + k) * v;
+      const float top = *std::max_element(z, z + v);
+      double sum = 0;
+      for (std::size_t c = 0; c < v; ++c) sum += std::exp(double(z[c]) - top);
+      const auto target = static_cast<std::size_t>(d.targets(first + i, k));
+      total += std::log(sum) + top - double(z[target]);
+      ++count;
+    }
 }
 
-/// Perplexity of the engine's logits (N, T, V) on the windows `first`..`first + n`.
+/// Perplexity of the engine's logits (N, T, V) on the first `n` windows of `d`.
 double engine_perplexity(const xq::deploy::integer_model& engine, const xq::dataset& d, std::size_t n) {
   double total = 0;
   std::size_t count = 0;
@@ -199,20 +223,68 @@ double engine_perplexity(const xq::deploy::integer_model& engine, const xq::data
     const std::size_t b = std::min(batch, n - at);
     std::vector<std::size_t> rows(b);
     for (std::size_t i = 0; i < b; ++i) rows[i] = at + i;
-    const xq::tensor logits = engine.run(xq::gather_rows(d.inputs, rows.data(), b));
-    const std::size_t t = logits.shape()[1], v = logits.shape()[2];
-    for (std::size_t i = 0; i < b; ++i)
-      for (std::size_t k = 0; k < t; ++k) {
-        const float* z = logits.data() + (i * t + k) * v;
-        const float top = *std::max_element(z, z + v);
-        double sum = 0;
-        for (std::size_t c = 0; c < v; ++c) sum += std::exp(double(z[c]) - top);
-        const auto target = static_cast<std::size_t>(d.targets(at + i, k));
-        total += std::log(sum) + top - double(z[target]);
-        ++count;
-      }
+    add_cross_entropy(engine.run(xq::gather_rows(d.inputs, rows.data(), b)), d, at, total, count);
   }
   return std::exp(total / double(count));
+}
+
+/// SQNR (dB) of `got` against `want`: 10 log10(Σ want² / Σ (got − want)²), ∞ where equal.
+double sqnr_db(const xq::tensor& want, const xq::tensor& got) {
+  double signal = 0, noise = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double w = want.data()[i], e = double(got.data()[i]) - w;
+    signal += w * w;
+    noise += e * e;
+  }
+  return noise == 0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(signal / noise);
+}
+
+/// onnxruntime's figures for one format: its perplexity on the windows, and its logits'
+/// SQNR against the simulation's (NaN: not run).
+struct onnx_figures {
+  double perplexity = std::nan(""), sqnr_db = std::nan("");
+};
+
+/// The twin exported to ONNX under `o.export_dir` as `name`.onnx, with the windows and the
+/// simulation's logits beside it; then tools/onnx_check.py (ONNX's checker, onnxruntime's
+/// optimized path) runs it and saves its logits, scored here. A failure is printed, and the
+/// figures stay NaN.
+template <class Twin>
+onnx_figures run_in_onnxruntime(Twin& twin, const xq::dataset& windows, const options& o, const std::string& name,
+                                std::size_t context) {
+  onnx_figures f;
+  if (o.onnx_python.empty()) return f;
+  std::filesystem::create_directories(o.export_dir);
+  const std::string base = o.export_dir + "/" + name;
+  // Each use of the tied table has its own format (the lookups' groups, the projection's):
+  // one initializer per use.
+  xq::deploy::export_options eo;
+  eo.share_reused_weights = false;
+  xq::deploy::export_onnx(twin, {context}, base + ".onnx", eo);
+  // One batch of every window, as onnxruntime runs the file (NVFP4's tensor scale spans the batch).
+  const xq::tensor simulated = xq::predict(twin, windows.inputs, windows.size());
+  xq::io::save_npy(base + ".input.npy", windows.inputs);
+  xq::io::save_npy(base + ".simulated.npy", simulated);
+  const std::string cmd = "'" + o.onnx_python + "' '" XQ_ONNX_CHECK "' '" + base + ".onnx' --input input='" + base +
+                          ".input.npy' --expected output='" + base + ".simulated.npy' --min-share 0 --paths optimized" +
+                          " --save-outputs '" + o.export_dir + "'";
+  std::printf("%s onnx: wrote %s.onnx; %s\n", name.c_str(), base.c_str(), cmd.c_str());
+  std::fflush(stdout);
+  if (std::system(cmd.c_str()) != 0) {
+    std::printf("%s onnx: the onnxruntime check failed (see above)\n", name.c_str());
+    return f;
+  }
+  const xq::tensor logits = xq::io::load_npy(o.export_dir + "/optimized.output.npy");
+  if (logits.shape() != simulated.shape()) {
+    std::printf("%s onnx: onnxruntime's logits have another shape than the simulation's\n", name.c_str());
+    return f;
+  }
+  double total = 0;
+  std::size_t count = 0;
+  add_cross_entropy(logits, windows, 0, total, count);
+  f.perplexity = std::exp(total / double(count));
+  f.sqnr_db = sqnr_db(simulated, logits);
+  return f;
 }
 
 template <class Twin>
@@ -285,7 +357,7 @@ int main(int argc, char** argv) try {
     qo.spec = tied_table_spec(f, o);
     auto twin = xq::quantize_model(copy, qo, {1, s.context});
     std::cout << f.name << ": scheme " << f.scheme.name << "; quantizers:\n";
-    print_layers(twin);
+    examples::print_quantizers(twin);
     const double ptq = lm::perplexity(twin, data.held_out);
     std::printf("%s ptq: perplexity %.4f (%+.2f%% vs float)\n", f.name.c_str(), ptq, 100.0 * (ptq / float_ppl - 1.0));
     // A format whose fine-tuning fails (a non-finite gradient, say) is reported as failed,
@@ -347,15 +419,29 @@ int main(int argc, char** argv) try {
       std::snprintf(engine_part, sizeof engine_part, "engine=none (does not deploy: see above) float_weight_bytes=%zu",
                     float_bytes);
     }
+    char onnx_part[128] = "onnxruntime=not_run";
+    if (!o.onnx_python.empty()) {
+      try {
+        const onnx_figures of = run_in_onnxruntime(twin, engine_data, o, f.name, s.context);
+        std::printf("%s onnxruntime: perplexity %.4f on the first %zu held-out windows; logits' SQNR against the "
+                    "simulation %.1f dB\n",
+                    f.name.c_str(), of.perplexity, engine_windows, of.sqnr_db);
+        std::snprintf(onnx_part, sizeof onnx_part, "onnxruntime=%.4f onnxruntime_sqnr_db=%.1f", of.perplexity,
+                      of.sqnr_db);
+      } catch (const std::exception& e) {
+        std::printf("%s onnx: does not export: %s\n", f.name.c_str(), e.what());
+        std::snprintf(onnx_part, sizeof onnx_part, "onnxruntime=none (does not export: see above)");
+      }
+    }
     char qat_part[128];
     if (!qat_failure.empty())
       std::snprintf(qat_part, sizeof qat_part, "qat=failed recovered=none (QAT failed: see above)");
     else
       std::snprintf(qat_part, sizeof qat_part, "qat=%.4f recovered=%.2f%s qat_vs_control=%+.2f%%", qat, recovered,
                     lost > 0 ? "" : " (PTQ lost nothing)", 100.0 * (qat / control_ppl - 1.0));
-    char line[640];
-    std::snprintf(line, sizeof line, "format=%s float=%.4f control=%.4f ptq=%.4f %s %s", f.name.c_str(), float_ppl,
-                  control_ppl, ptq, qat_part, engine_part);
+    char line[800];
+    std::snprintf(line, sizeof line, "format=%s float=%.4f control=%.4f ptq=%.4f %s %s %s", f.name.c_str(), float_ppl,
+                  control_ppl, ptq, qat_part, engine_part, onnx_part);
     lines.push_back(line);
   }
   for (const auto& l : lines) std::cout << l << "\n";

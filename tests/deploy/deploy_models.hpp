@@ -233,6 +233,14 @@ struct tiny_transformer {
               head)
   tiny_transformer() = default;
   explicit tiny_transformer(bool causal) : attention(xq::multi_head_attention<>(2, 4).causal(causal)) {}
+  /// At another width (the low-bit formats' blocks of 16 and 32 fit a width of 32).
+  tiny_transformer(bool causal, std::size_t width)
+      : embed(xq::embedding(8, width)),
+        positions(xq::embedding(6, width)),
+        attention(xq::multi_head_attention<>(2, width / 2).causal(causal)),
+        up(xq::dense(2 * width)),
+        down(xq::dense(width)),
+        keys(xq::dense(width)) {}
   xq::var operator()(const xq::var& ids) {
     xq::tensor where = xq::tensor::from_shape({ids.shape()[1]});
     for (std::size_t t = 0; t < where.size(); ++t) where(t) = float(t);

@@ -80,6 +80,8 @@ TEST_CASE("the engine computes what the simulation computes for every low-bit fo
       // an ulp: the codes stay, the values differ in their last bits (SQNR > 120 dB).
       {"8da4w", xq::schemes::torchao_8da4w(32), 4.0 + 32.0 / 32.0, false},
       {"intx weight-only", xq::schemes::torchao_intx_weight_only(4, 32), 5.0, true},
+      // (q - 8) · scale + a float offset per group: 4 bits, a float32 scale and offset per 32.
+      {"int4 weight-only", xq::schemes::torchao_int4_weight_only(32), 6.0, true},
       {"mxfp4", xq::schemes::mx(), 4.25, true},
       {"mxfp4 weight-only", xq::schemes::mx_weight_only(), 4.25, true},
       {"mxfp8", xq::schemes::mx(xq::low_bit::element_type::e4m3fn, xq::low_bit::element_type::e4m3fn), 8.25, true},

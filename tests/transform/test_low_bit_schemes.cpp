@@ -17,6 +17,7 @@
 #include <xquant/quantizers/intx_quantizer.hpp>
 #include <xquant/quantizers/mx_quantizer.hpp>
 #include <xquant/quantizers/nvfp4_quantizer.hpp>
+#include <xquant/quantizers/quantize_on_grid.hpp>
 
 #include "models.hpp"
 
@@ -34,7 +35,8 @@ bool same_bits(const xq::tensor& a, const xq::tensor& b) {
 }
 
 /// The value a grid gives integer / code q at flat index i: what DequantizeLinear computes
-/// (value · (scale · tensor scale), each product rounded to float).
+/// (value · (scale · tensor scale), each product rounded to float), plus the offset where
+/// the grid has one (torchao's int4 weight-only: DequantizeLinear, then an Add).
 std::vector<float> dequantized(const xq::quantization_grid& g, const std::vector<std::int32_t>& q,
                                const xq::tensor::shape_type& shape) {
   std::vector<float> y(q.size());
@@ -50,7 +52,7 @@ std::vector<float> dequantized(const xq::quantization_grid& g, const std::vector
                                      const float v = xq::is_float_element(g.element)
                                                          ? xq::element_value(g.element, std::uint32_t(q[i]))
                                                          : float(q[i] - g.zero_point[c]);
-                                     y[i] = v * s;
+                                     y[i] = g.offset.empty() ? v * s : v * s + g.offset[c];
                                    }
                                  });
   return y;
@@ -134,14 +136,26 @@ TEST_CASE("a fake quantizer naming a format runs the format's own quantizer, and
   a8.bits = 8;
   check_format_matches_quantizer(a8, xq::intx_quantizer(a8), x);
 
-  // Without a grid real = (q - zp) · scale, int4 weight-only says why it has none.
+  // int4 weight-only: (q - 8) · scale + the group's float zero point, rounded twice; its
+  // grid carries the zero points as offsets and rounds from each group's min.
   xq::low_bit::intx_spec wo;
   wo.scheme = xq::low_bit::intx_scheme::int4_weight_only;
+  check_format_matches_quantizer(wo, xq::intx_quantizer(wo), x);
   xq::quantizer_config c;
   c.format = wo;
   xq::fake_quantizer q(c);
-  q.set_path("net/head/weight_quantizer");
-  CHECK_THROWS_WITH(q.grid_of(x), Catch::Contains("net/head/weight_quantizer") && Catch::Contains("two roundings"));
+  const auto g = q.grid_of(x);
+  REQUIRE(g);
+  CHECK(g->offset.size() == g->scale.size());
+  CHECK(g->rounding.op == xq::rounding_operator::torchao_int4_weight_only);
+  const std::vector<std::int32_t> ints = q.integers(x);
+  CHECK(xq::quantize_on_grid(*g, x, "test") == ints);
+  CHECK(*std::min_element(ints.begin(), ints.end()) == 0);
+  CHECK(*std::max_element(ints.begin(), ints.end()) == 15);
+  // A grid whose offsets do not match its scales is refused, naming the count.
+  xq::quantization_grid broken = *g;
+  broken.offset.pop_back();
+  CHECK_THROWS_WITH(xq::check_grid(broken, "w"), Catch::Contains("offset"));
   // A spec its quantizer refuses is refused by the config.
   xq::low_bit::intx_spec bad;
   bad.bits = 9;

@@ -6,7 +6,7 @@
 ///     real = (q - zero_point) * scale,   qmin <= q <= qmax
 ///
 /// with one scale and zero point per tensor, per channel or per block of `block_size`
-/// elements along an axis. Deployment needs the q's and the grid, not the reals: an ONNX
+/// elements along an axis (and torchao's int4 weight-only, a float `offset` added after). Deployment needs the q's and the grid, not the reals: an ONNX
 /// file stores q and (scale, zero_point) for DequantizeLinear, and the integer engine
 /// computes on q. Each quantizer knows its own grid (`quantizer_base::grid_of`): TF's QDQ
 /// is symmetric with zero point 0 and its step is max/qmax or min/qmin, whichever side is
@@ -93,7 +93,12 @@ enum class rounding_operator : std::uint8_t {
   /// Larq's heaviside: 1 for x > 0, else 0.
   heaviside,
   /// Larq's SteTern: +1 for x >= threshold, -1 for x <= -threshold, else 0.
-  ternary
+  ternary,
+  /// torchao's int4 weight-only groups (Int4WeightFakeQuantizer): q = clamp(rint((x - min) /
+  /// scale), 0, 15), a float32 division by the step and half to even, `range_min` each
+  /// group's min; the grid's zero point is 8 and its `offset` the group's float zero point
+  /// min + 8 · scale.
+  torchao_int4_weight_only
 };
 
 /// How the simulation rounds onto a grid: the operator and its constants (see
@@ -143,6 +148,12 @@ struct quantization_grid {
   bool dynamic = false;
   /// How the simulation maps reals to the integers (quantize_on_grid.hpp).
   rounding_rule rounding;
+  /// A float added after the product, one per scale (empty: none): real = (q - zero_point)
+  /// · scale + offset, each operation rounded to float32. torchao's int4 weight-only
+  /// dequantizes so ((q - 8) · scale + its float zero point): no integer zero point gives
+  /// those reals, so the offset travels with the grid, and every consumer either adds it
+  /// (the engine's decoded kernel, ONNX's DequantizeLinear followed by an Add) or refuses.
+  std::vector<float> offset;
 
   std::size_t channels() const noexcept { return scale.size(); }
   grid_granularity granularity() const noexcept {
@@ -177,6 +188,12 @@ XQ_DECL std::optional<rounding_operator> rounding_operator_from_string(const std
 /// Whether the element type is a float format (FP8, FP6, FP4).
 constexpr bool is_float_element(grid_element e) noexcept {
   return e != grid_element::integer && e != grid_element::binary;
+}
+/// Whether `g` is a low-bit format's grid (quantizers/low_bit_format.hpp): blocked, of float
+/// elements, or with offsets. Deployment stores these kernels packed as the format stores
+/// them (the engine's low_bit_ops.hpp, ONNX's onnx_low_bit.ipp), never through the int8 path.
+inline bool is_low_bit_grid(const quantization_grid& g) noexcept {
+  return g.block_size > 0 || is_float_element(g.element) || !g.offset.empty();
 }
 /// Bits of a float element type (8, 6 or 4; 0 for integer and binary).
 XQ_DECL int element_bits(grid_element e) noexcept;

@@ -70,6 +70,10 @@ XQ_DECL var scale_channels(const var& w, const var& s, const std::string& path =
 /// to the unfolded scale (conv(x, q / s) = conv(x, q) / s, on the small kernel instead
 /// of the large output).
 XQ_DECL var divide_channels(const var& w, const var& s, const std::string& path = "divide_channels");
+/// The same division on plain values, nothing recorded: a deployed kernel with a batch norm
+/// folded in, divided as the simulation divides it (the engine's and the lowering's). An
+/// empty `s`: `w` as it is.
+XQ_DECL tensor divide_channels(tensor w, const std::vector<float>& s, const std::string& path = "divide_channels");
 
 }  // namespace ops
 }  // namespace xq

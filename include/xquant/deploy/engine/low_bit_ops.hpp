@@ -53,14 +53,15 @@ struct packed_kernel {
                                     const std::vector<std::int32_t>& integers);
   /// The integer or code of element i.
   XQ_DECL std::int32_t code(std::size_t i) const noexcept;
-  /// The values the codes stand for: element · (scale · tensor scale), or (q - zp) · scale,
-  /// each product rounded to float32 (what DequantizeLinear computes, and the simulation).
+  /// The values the codes stand for: element · (scale · tensor scale), or (q - zp) · scale
+  /// (+ the grid's offset: torchao's int4 weight-only), each operation rounded to float32
+  /// (what DequantizeLinear, and its Add, compute, and the simulation).
   XQ_DECL tensor decode() const;
   /// Bytes of codes and scales as stored (scales in their storage width).
   XQ_DECL std::size_t stored_bytes() const noexcept;
   XQ_DECL std::size_t elements() const noexcept;
   /// Bits per element, scales included: 4.25 for MXFP4, 4.5 for NVFP4, 5 for int4 groups of
-  /// 32 with float32 scales.
+  /// 32 with float32 scales, 6 for int4 weight-only's (a float32 scale and zero point per 32).
   double bits_per_value() const noexcept { return elements() ? 8.0 * double(stored_bytes()) / double(elements()) : 0.0; }
 };
 

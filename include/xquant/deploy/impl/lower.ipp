@@ -195,7 +195,7 @@ class lowering {
     if (meta_[v].kind == value_kind::bits)
       throw argument_error(n.layer, "a binary layer: Larq sign quantizers (ste_sign, approx_sign) on input and kernel",
                            "a ±1 input with another kernel quantizer (it has no integer form yet)");
-    if (l.kernel.quantized && is_low_bit(l.kernel.q.grid)) return lower_low_bit(n, l, v);
+    if (l.kernel.quantized && is_low_bit_grid(l.kernel.q.grid)) return lower_low_bit(n, l, v);
     // An integer layer whose output reaches a low-bit format's quantizer runs as the
     // simulation's float product of its grid values: its int32 sum would leave through one
     // float multiply, an ulp from the simulation's float sum, and a format whose scales
@@ -228,11 +228,6 @@ class lowering {
       }
     }
     return false;
-  }
-
-  /// A low-bit format's kernel: blocks or float elements (quantizers/low_bit_format.hpp).
-  static bool is_low_bit(const quantization_grid& g) noexcept {
-    return g.block_size > 0 || is_float_element(g.element);
   }
 
   /// A layer with a low-bit kernel: the kernel stored packed as its format stores it, the
@@ -299,12 +294,7 @@ class lowering {
   /// The kernel the simulation multiplies by: the quantizer's output (divided by the fold
   /// scale when a batch norm is folded in, with the simulation's operation), or the floats.
   tensor simulated_kernel(const weight_use& k, const std::string& where) const {
-    const tensor& w = k.quantized ? k.q.dequantized : g_.weights.at(k.weight).value;
-    if (k.fold_divisor.empty()) return w;
-    const xq::no_grad nothing_recorded;
-    tensor s = tensor::from_shape({k.fold_divisor.size()});
-    std::copy(k.fold_divisor.begin(), k.fold_divisor.end(), s.begin());
-    return ops::divide_channels(var(w), var(s), where).value();
+    return ops::divide_channels(k.quantized ? k.q.dequantized : g_.weights.at(k.weight).value, k.fold_divisor, where);
   }
 
   /// Larq's XNOR-popcount on bits with a ±1 kernel; float(acc) + bias as the simulation adds it.

@@ -191,6 +191,7 @@ XQ_DECL nlohmann::ordered_json encode_grid(const quantization_grid& g) {
   j["zero_point"] = byte_string(g.zero_point);
   j["tensor_scale"] = g.tensor_scale ? ordered_json(double(*g.tensor_scale)) : ordered_json(nullptr);
   j["dynamic"] = g.dynamic;
+  if (!g.offset.empty()) j["offset"] = byte_string(g.offset);  // absent before torchao's int4 weight-only grid
   const rounding_rule& r = g.rounding;
   ordered_json rule = ordered_json::object();
   rule["operator"] = to_string(r.op);
@@ -230,6 +231,7 @@ XQ_DECL quantization_grid decode_grid(const nlohmann::json& j, const cbor_fields
   const nlohmann::json& ts = r.field(j, "tensor_scale", where);
   if (!ts.is_null()) g.tensor_scale = float(r.number(j, "tensor_scale", where));
   g.dynamic = r.flag(j, "dynamic", where);
+  if (j.contains("offset")) g.offset = r.numbers<float>(j, "offset", where);
   const nlohmann::json& rule = r.field(j, "rounding", where);
   const std::string rw = where + ".rounding";
   const std::string op = r.text(rule, "operator", rw);

@@ -84,17 +84,26 @@ XQ_DECL tensor intx_quantizer::input_gradient(const spec_type& s, const tensor& 
 
 XQ_DECL quantization_grid intx_quantizer::grid(const spec_type& s, const tensor::shape_type& shape,
                                                const low_bit_state& state, const std::string& where) {
-  if (s.scheme == low_bit::intx_scheme::int4_weight_only)
-    throw argument_error(where, "a grid real = (q - zero point) · scale for deployment",
-                         "int4_weight_only's (q - 8) · scale + float zero point (two roundings)");
   std::vector<float> scale, zero_point;
-  low_bit::intx_scales(s, detail::join_intx_state(state), scale, zero_point);
+  const low_bit::intx_state joined = detail::join_intx_state(state);
+  low_bit::intx_scales(s, joined, scale, zero_point);
   const long rank = long(shape.size());
   const long axis = s.axis < 0 ? s.axis + rank : s.axis;
   const std::size_t length = axis >= 0 && axis < rank ? shape[std::size_t(axis)] : 1;
   const bool per_row = s.scheme == low_bit::intx_scheme::intx_per_token || s.group_size == 0;
   quantization_grid g = detail::blocked_grid(grid_element::integer, s.bits, shape, s.axis,
                                              per_row ? length : std::size_t(s.group_size), std::move(scale), where);
+  if (s.scheme == low_bit::intx_scheme::int4_weight_only) {
+    // q in [0, 15] from the group's min, real = (q - 8) · scale + the float zero point.
+    g.qmin = 0;
+    g.qmax = 15;
+    g.zero_point.assign(g.scale.size(), 8);
+    g.offset = std::move(zero_point);
+    g.rounding.op = rounding_operator::torchao_int4_weight_only;
+    g.rounding.range_min.resize(g.scale.size());
+    for (std::size_t i = 0; i < g.scale.size(); ++i) g.rounding.range_min[i] = joined.values[2 * i];
+    return g;
+  }
   for (std::size_t i = 0; i < zero_point.size(); ++i) g.zero_point[i] = std::int32_t(zero_point[i]);
   // torchao multiplies by 1 / scale and rounds half to even (PyTorch's affine operator).
   g.rounding.op = rounding_operator::torch_affine;

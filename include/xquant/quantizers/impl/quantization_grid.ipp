@@ -40,7 +40,8 @@ constexpr const char* element_names[] = {"integer", "binary", "fp8_e4m3fn", "fp8
 constexpr const char* scale_names[] = {"float32", "e8m0", "ue4m3"};
 constexpr const char* rounding_names[] = {"quantize_linear", "tf_qdq", "tf_fake_quant", "torch_affine",
                                           "torch_affine_float_zero_point", "lsq", "dorefa_activations",
-                                          "dorefa_weights", "sign", "heaviside", "ternary"};
+                                          "dorefa_weights", "sign", "heaviside", "ternary",
+                                          "torchao_int4_weight_only"};
 
 /// A float element format: exponent and mantissa bits, bias, and its special codes.
 struct float_format {
@@ -178,6 +179,13 @@ XQ_DECL void check_grid(const quantization_grid& g, const std::string& where) {
   }
   if (g.tensor_scale && !(std::isfinite(*g.tensor_scale) && *g.tensor_scale > 0.0f))
     throw argument_error(w, "a finite positive tensor scale", concat(*g.tensor_scale));
+  if (!g.offset.empty()) {
+    if (g.element != grid_element::integer || g.offset.size() != g.scale.size())
+      throw argument_error(w, "offsets on an integer grid, one per scale",
+                           concat(g.offset.size(), " on ", to_string(g.element), " with ", g.scale.size(), " scales"));
+    for (std::size_t i = 0; i < g.offset.size(); ++i)
+      if (!std::isfinite(g.offset[i])) throw argument_error(w, "finite offsets", concat("offset[", i, "] = ", g.offset[i]));
+  }
   if (is_float_element(g.element)) {
     if (g.num_bits != element_bits(g.element))
       throw argument_error(w, concat(element_bits(g.element), " bits (", to_string(g.element), ")"), concat(g.num_bits));
@@ -278,7 +286,19 @@ XQ_DECL void check_grid(const quantization_grid& g, const std::string& where) {
       need(integer && g.qmin == -1 && g.qmax == 1 && g.symmetric(), "the grid {-1, 0, 1}", describe(g));
       need(std::isfinite(r.threshold) && r.threshold >= 0.0f, "a finite threshold >= 0", concat(r.threshold));
       break;
+    case rounding_operator::torchao_int4_weight_only: {
+      bool eights = true;
+      for (std::int32_t z : g.zero_point) eights = eights && z == 8;
+      need(integer && g.qmin == 0 && g.qmax == 15 && g.num_bits == 4 && eights && g.offset.size() == n,
+           "int4 weight-only's grid: [0, 15], zero points 8, an offset per scale", describe(g));
+      // No minima: a stored kernel, which never rounds again (quantize_on_grid refuses it).
+      need((r.range_min.empty() || r.range_min.size() == n) && finite_all(r.range_min),
+           concat("a finite group min per scale (", n, "), or none"), concat(r.range_min.size()));
+      break;
+    }
   }
+  if (!g.offset.empty() && r.op != rounding_operator::torchao_int4_weight_only)
+    throw argument_error(rw, "no offsets (only torchao_int4_weight_only's grid has them)", concat(g.offset.size(), " offsets"));
 }
 
 XQ_DECL std::size_t grid_scale_count(const quantization_grid& g, const std::vector<std::size_t>& shape,
@@ -337,6 +357,24 @@ XQ_DECL std::vector<std::int32_t> grid_integers(const quantization_grid& g, cons
         q[i] = std::int32_t(*code);
         continue;
       }
+      if (!g.offset.empty()) {
+        // (q - zp) · scale + offset, rounded twice: the nearest integer of (v - offset) / scale
+        // and its neighbours, the one whose two float roundings give v exactly.
+        const float sf = g.scale[c], off = g.offset[c];
+        const double t = (double(v[i]) - double(off)) / double(sf) + double(g.zero_point[c]);
+        const double near = std::nearbyint(t);
+        bool found = false;
+        for (const double cand : {near, near - 1.0, near + 1.0}) {
+          if (cand < g.qmin || cand > g.qmax) continue;
+          if (float(float(cand - g.zero_point[c]) * sf) + off == v[i]) {
+            q[i] = std::int32_t(cand);
+            found = true;
+            break;
+          }
+        }
+        if (!found) throw off_grid(i, t);
+        continue;
+      }
       const double zp = float_zero_point ? double(g.rounding.float_zero_point[c]) : double(g.zero_point[c]);
       const double t = s == 0.0 ? 0.0 : double(v[i]) / s;
       const double r = std::nearbyint(float_zero_point ? t + zp : t);
@@ -381,6 +419,7 @@ XQ_DECL std::string describe(const quantization_grid& g) {
   }
   if (g.element == grid_element::integer) s << " [" << g.qmin << ", " << g.qmax << "]";
   if (g.tensor_scale) s << " x tensor scale " << *g.tensor_scale;
+  if (!g.offset.empty()) s << " + a float offset per scale";
   if (g.dynamic) s << " dynamic";
   return s.str();
 }

@@ -164,6 +164,15 @@ XQ_DECL std::vector<std::int32_t> quantize_on_grid(const quantization_grid& g, c
           return t > 0.0f ? 1 : t < 0.0f ? -1 : 0;
         });
       }
+      case rounding_operator::torchao_int4_weight_only:
+        // Int4WeightFakeQuantizer's integers: (x - min) / scale in float32, half to even, clamped.
+        if (r.range_min.empty())
+          throw argument_error(where, "each group's min (a quantizer's grid)", "a stored kernel's grid, without them");
+        return elementwise(g, x, where, [&](float v, std::size_t c) {
+          const float t = std::nearbyint((v - r.range_min[c]) / g.scale[c]);
+          if (t != t) throw argument_error(where, "a number", "NaN");
+          return std::int32_t(std::fmin(std::fmax(t, float(g.qmin)), float(g.qmax)));
+        });
     }
   } catch (const argument_error& e) {
     if (e.where() == where) throw;

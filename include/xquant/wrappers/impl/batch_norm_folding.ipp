@@ -2,6 +2,7 @@
 /// \file batch_norm_folding.ipp
 /// Batch-norm folding's code (wrappers/batch_norm_folding.hpp).
 
+#include <algorithm>
 #include <cmath>
 
 #include "../batch_norm_folding.hpp"
@@ -70,6 +71,14 @@ XQ_DECL var scale_channels(const var& w, const var& s, const std::string& path) 
       add_grad(s, std::move(ds));
     }
   });
+}
+
+XQ_DECL tensor divide_channels(tensor w, const std::vector<float>& s, const std::string& path) {
+  if (s.empty()) return w;
+  const no_grad nothing_recorded;
+  tensor divisor = tensor::from_shape({s.size()});
+  std::copy(s.begin(), s.end(), divisor.begin());
+  return divide_channels(var(std::move(w)), var(std::move(divisor)), path).value();
 }
 
 XQ_DECL var divide_channels(const var& w, const var& s, const std::string& path) {

@@ -167,6 +167,7 @@ XQ_DECL packed_kernel packed_kernel::pack(const std::vector<std::size_t>& shape,
   k.shape = shape;
   k.grid = grid;
   k.grid.dynamic = false;  // a kernel's scales are fixed once it is deployed
+  k.grid.rounding.range_min.clear();  // int4 weight-only's group minima: for rounding, which a kernel is past
   const int width = is_float_element(grid.element) ? element_bits(grid.element) : grid.num_bits;
   k.bits = width <= 4 ? 4 : 8;
   k.codes.assign(k.bits == 4 ? (integers.size() + 1) / 2 : integers.size(), 0);
@@ -210,17 +211,17 @@ XQ_DECL tensor packed_kernel::decode() const {
                                      const float s = grid.tensor_scale ? grid.scale[c] * *grid.tensor_scale : grid.scale[c];
                                      const float v = element ? element_value(grid.element, std::uint32_t(code(i)))
                                                              : float(code(i) - grid.zero_point[c]);
-                                     y[i] = v * s;
+                                     y[i] = grid.offset.empty() ? v * s : v * s + grid.offset[c];
                                    }
                                  });
   return out;
 }
 
 XQ_DECL std::size_t packed_kernel::stored_bytes() const noexcept {
-  std::size_t zero_points = 0;
-  for (std::int32_t z : grid.zero_point) zero_points += z != 0;
+  std::size_t zero_points = 0;  // stored where one is not 0 (int4 weight-only's 8s are its rule's, not stored)
+  for (std::int32_t z : grid.zero_point) zero_points += z != 0 && grid.offset.empty();
   return codes.size() + grid.scale.size() * detail::scale_width(grid.scale_type) + (grid.tensor_scale ? 4 : 0) +
-         (zero_points ? grid.zero_point.size() : 0);
+         (zero_points ? grid.zero_point.size() : 0) + 4 * grid.offset.size();
 }
 
 namespace detail {
@@ -237,7 +238,12 @@ inline void encode_packed(op_writer& w, const packed_kernel& k) {
   w.flag("per_channel", g.per_channel);
   w.text("scale_type", to_string(g.scale_type));
   if (g.tensor_scale) w.number("tensor_scale", double(*g.tensor_scale));
-  if (!g.symmetric()) w.integers("zero_points", std::vector<std::int64_t>(g.zero_point.begin(), g.zero_point.end()));
+  if (!g.symmetric() && g.offset.empty())
+    w.integers("zero_points", std::vector<std::int64_t>(g.zero_point.begin(), g.zero_point.end()));
+  if (!g.offset.empty()) {  // torchao's int4 weight-only: zero points 8 (its rule's), a float offset per group
+    w.numbers("offsets", g.offset);
+    w.text("rounding", to_string(g.rounding.op));
+  }
   const std::vector<std::uint8_t> scales = stored_scales(g);
   w.bytes("scales", scales.data(), scales.size());
   w.integer("bits", k.bits);
@@ -271,6 +277,13 @@ inline packed_kernel decode_packed(const op_reader& r) {
     for (std::int64_t z : r.integers("zero_points", g.scale.size())) g.zero_point.push_back(std::int32_t(z));
   } else {
     g.zero_point.assign(g.scale.size(), 0);
+  }
+  if (r.has("offsets")) {
+    const auto op = rounding_operator_from_string(r.text("rounding"));
+    if (!op) r.fail("rounding: not a name xquant knows");
+    g.rounding.op = *op;
+    g.offset = r.numbers<float>("offsets", g.scale.size());
+    g.zero_point.assign(g.scale.size(), 8);
   }
   k.bits = int(r.integer("bits", 4, 8));
   if (k.bits != 4 && k.bits != 8) r.fail("bits: expected 4 or 8");
@@ -379,7 +392,9 @@ XQ_DECL bool low_bit_linear_op::integer_product_fits(product_kind kind, const pa
   const int axis = g.channel_axis < 0 ? g.channel_axis + 2 : g.channel_axis;
   if (axis != (transposed ? 1 : 0)) return false;
   const bool fp4 = g.element == grid_element::fp4_e2m1;
-  if (!fp4 && (g.element != grid_element::integer || !g.symmetric() || g.qmin < -128 || g.qmax > 127)) return false;
+  if (!fp4 && (g.element != grid_element::integer || !g.symmetric() || !g.offset.empty() || g.qmin < -128 ||
+               g.qmax > 127))
+    return false;
   const std::size_t granule = fp4 || g.num_bits <= 4 ? 8 : 4;
   if (g.block_size % granule || g.block_size > packed_block_scaled_matrix::max_block) return false;
   switch (kind) {
@@ -481,14 +496,8 @@ XQ_DECL void low_bit_linear_op::prepare() {
     product.kernel = tensor::from_shape({0});
     return;
   }
-  tensor k = weights.decode();
-  if (!fold_divisor.empty()) {  // the simulation's division of the folded kernel's channels
-    const xq::no_grad nothing_recorded;
-    tensor s = tensor::from_shape({fold_divisor.size()});
-    std::copy(fold_divisor.begin(), fold_divisor.end(), s.begin());
-    k = ops::divide_channels(var(std::move(k)), var(std::move(s)), path).value();
-  }
-  product.kernel = std::move(k);
+  // The simulation's division of a folded kernel's channels.
+  product.kernel = ops::divide_channels(weights.decode(), fold_divisor, path);
 }
 
 XQ_DECL void low_bit_linear_op::run(std::vector<engine_tensor>& values, const run_options& o) const {

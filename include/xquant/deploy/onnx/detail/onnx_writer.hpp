@@ -51,11 +51,6 @@ struct onnx_layout {
 /// Whether `g` is a binary grid (±1 times its scale: Larq's signs).
 inline bool binary_grid(const quantization_grid& g) noexcept { return g.num_bits == 1 && g.qmin == -1 && g.qmax == 1; }
 
-/// Whether `g` is a low-bit format's grid (blocked, or of float elements): stored by
-/// onnx_low_bit.ipp, never through the int8 per-channel path.
-inline bool low_bit_grid(const quantization_grid& g) noexcept {
-  return g.granularity() == grid_granularity::per_block || is_float_element(g.element);
-}
 
 class onnx_writer {
  public:
@@ -140,7 +135,7 @@ class onnx_writer {
                                const tensor& value);
 
   // ---- low-bit formats (onnx_low_bit.ipp) ------------------------------------------------
-  /// A low-bit kernel (low_bit_grid): its elements (int4 / int2 / int8, FLOAT8E4M3FN or, in
+  /// A low-bit kernel (is_low_bit_grid): its elements (int4 / int2 / int8, FLOAT8E4M3FN or, in
   /// the spec form, FLOAT4E2M1) and scales (float32; FLOAT8E8M0 in the spec form; NVFP4's
   /// FLOAT8E4M3FN block scales dequantized by the tensor scale) through a blocked
   /// DequantizeLinear along the layout's image of the grid's axis. Checks that the file
@@ -185,6 +180,11 @@ class onnx_writer {
     std::int64_t block_size = 0;
     std::string tensor_scale;
     bool e8m0 = false;
+    /// torchao's int4 weight-only: the float offsets added after DequantizeLinear, shaped to
+    /// broadcast over each block (`offset_split`: the kernel's dims with the block axis split
+    /// into (blocks, block); empty: one offset for the tensor).
+    std::string offset;
+    std::vector<std::int64_t> offset_split;
   };
   std::map<std::string, stored_weight> weights_;
   std::map<std::string, std::vector<std::string>> biases_;  ///< a bias's initializers, by layer and input scale

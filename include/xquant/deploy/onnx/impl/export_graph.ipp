@@ -601,7 +601,7 @@ XQ_DECL onnx::model export_graph(const deploy_graph& g, const export_options& o)
     chosen.opset = 13;
     const std::int64_t low_bit = o.low_bit_form == onnx_low_bit_form::spec ? 24 : 21;
     auto kernel = [&](const weight_use& u) {
-      if (!u.quantized || !detail::low_bit_grid(u.q.grid)) return;
+      if (!u.quantized || !is_low_bit_grid(u.q.grid)) return;
       chosen.opset = std::max(chosen.opset, low_bit);
       const quantization_grid& k = u.q.grid;
       if (!is_float_element(k.element) && k.qmin >= -2 && k.qmax <= 1 && k.symmetric())

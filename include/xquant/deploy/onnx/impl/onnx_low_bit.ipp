@@ -1,9 +1,10 @@
 #pragma once
 /// \file onnx_low_bit.ipp
 /// The ONNX exporter's low-bit formats (deploy/onnx/export_graph.hpp): kernels on a blocked
-/// or float-element grid (torchao's int4/int2 groups, FP8 per row, MX, NVFP4), and the
-/// dynamic quantization points whose scales follow each tensor (8da4w's per-token int8, FP8
-/// per row, MX, NVFP4 activations) as the standard operators that compute them.
+/// or float-element grid (torchao's int4/int2 groups and int4 weight-only, FP8 per row, MX,
+/// NVFP4), and the dynamic quantization points whose scales follow each tensor (8da4w's
+/// per-token int8, FP8 per row, MX, NVFP4 activations) as the standard operators that
+/// compute them.
 ///
 /// Kernels. The elements are the simulation's integers or codes, the scales its grid's, so no
 /// runtime rounds a weight again. In the runtime form (what onnxruntime 1.32 runs, opset 21):
@@ -14,7 +15,10 @@
 /// kernel's block scale: value · float(bs · tensor scale), the simulation's product. One
 /// blocked DequantizeLinear follows, its axis the image of the grid's axis in the layout the
 /// ONNX node consumes (a conv's HWIO input channels are OIHW's axis 1, a dense (in, out)
-/// kernel's axis 0 stays 0). The spec form (export_options::low_bit_form) stores E2M1 as
+/// kernel's axis 0 stays 0). torchao's int4 weight-only dequantizes as (q − 8)·scale + a float
+/// zero point per group, rounded twice: UINT4 codes with zero point 8 through the same
+/// DequantizeLinear, then an Add of the zero points over the kernel reshaped into its groups
+/// (…, blocks, block, …) and back — the simulation's two float32 operations. The spec form (export_options::low_bit_form) stores E2M1 as
 /// FLOAT4E2M1 (opset 23) and MX scales as FLOAT8E8M0 (opset 24) instead. Either way the
 /// exporter computes what DequantizeLinear will give for every element and requires the
 /// simulation's dequantized kernel, bit for bit.
@@ -214,6 +218,7 @@ XQ_DECL std::string onnx_writer::low_bit_kernel(std::size_t i, const weight_use&
     }
     if (o_.opset >= 25 && lo >= -2 && hi <= 1) element_type = ox::data_type::int2;
     else if (lo >= -8 && hi <= 7) element_type = ox::data_type::int4;
+    else if (lo >= 0 && hi <= 15) element_type = ox::data_type::uint4;
     else if (lo >= -128 && hi <= 127) element_type = ox::data_type::int8;
     else if (lo >= 0 && hi <= 255) element_type = ox::data_type::uint8;
     else throw argument_error(path, "a blocked kernel grid of at most 8-bit integers", describe(g));
@@ -245,6 +250,14 @@ XQ_DECL std::string onnx_writer::low_bit_kernel(std::size_t i, const weight_use&
   // The scales, in the file's slot order.
   std::vector<float> scales(scale_count);
   for (std::size_t k = 0; k < scale_count; ++k) scales[k] = g.scale.at(slot_scale[k]);
+  // torchao's int4 weight-only: an offset per scale, added after the DequantizeLinear.
+  std::vector<float> offsets(g.offset.empty() ? 0 : scale_count);
+  for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] = g.offset.at(slot_scale[k]);
+  if (!offsets.empty() && gran == grid_granularity::per_channel)
+    throw argument_error(path, "offsets per tensor or per block", describe(g));
+  if (!offsets.empty() && gran == grid_granularity::per_block && l.dims[std::size_t(axis)] % std::int64_t(block) != 0)
+    throw argument_error(path, "blocks that divide the axis (a kernel with offsets: a Reshape splits the axis into its blocks)",
+                         xq::detail::concat(l.dims[std::size_t(axis)], " along it, blocks of ", block));
   const bool two_level = g.scale_type == scale_element::ue4m3 && g.tensor_scale.has_value();
   const bool e8m0 = spec_form && g.scale_type == scale_element::e8m0;
   if (e8m0 && o_.opset < 24)
@@ -257,7 +270,8 @@ XQ_DECL std::string onnx_writer::low_bit_kernel(std::size_t i, const weight_use&
     const float value = is_float_element(g.element)
                             ? element_value(g.element, std::uint32_t(u.q.integers[src]))
                             : float(u.q.integers[src] - (zero_points.empty() ? 0 : zero_points[slot]));
-    const float file = value * scale, simulated = u.q.dequantized.data()[src];
+    const float file = g.offset.empty() ? value * scale : value * scale + offsets[slot];
+    const float simulated = u.q.dequantized.data()[src];
     if (!(file == simulated) && !(std::isnan(file) && std::isnan(simulated)))
       throw argument_error(path, "a kernel whose elements times its scales are the simulation's values",
                            xq::detail::concat("element ", src, ": ", value, " · ", scale, " = ", file, ", simulated ",
@@ -301,6 +315,17 @@ XQ_DECL std::string onnx_writer::low_bit_kernel(std::size_t i, const weight_use&
       for (std::size_t k = 0; k < scale_count; ++k) z[k] = std::uint8_t(std::uint32_t(zero_points[k]) & 0xFFu);
       s.zero_point = add_initializer(packed_tensor(name + "/zero_point", element_type, sdims, z));
     }
+    if (!offsets.empty()) {
+      std::vector<std::int64_t> odims;  // a scalar per tensor; per block (…, blocks, 1, …)
+      if (gran == grid_granularity::per_block) {
+        odims = sdims;
+        odims.insert(odims.begin() + axis + 1, 1);
+        s.offset_split = l.dims;
+        s.offset_split[std::size_t(axis)] = std::int64_t(blocks);
+        s.offset_split.insert(s.offset_split.begin() + axis + 1, std::int64_t(block));
+      }
+      s.offset = add_initializer(ox::tensor_data::float32(name + "/offset", odims, offsets));
+    }
     s.layout = l;
     s.layout.axis = axis;
     s.layout.channel.clear();
@@ -317,7 +342,16 @@ XQ_DECL std::string onnx_writer::low_bit_kernel(std::size_t i, const weight_use&
   if (s.layout.axis >= 0) attrs.push_back(ox::int_attribute("axis", s.layout.axis));
   if (s.block_size) attrs.push_back(ox::int_attribute("block_size", s.block_size));
   if (s.e8m0) attrs.push_back(ox::int_attribute("output_dtype", 1));  // FLOAT, not the scale's type
-  const std::string y = node("DequantizeLinear", in, name + "/dq", std::move(attrs));
+  std::string y = node("DequantizeLinear", in, name + "/dq", std::move(attrs));
+  if (!s.offset.empty()) {  // (q - 8) · scale, then + the group's float zero point: torchao's two roundings
+    if (s.offset_split.empty()) {
+      y = node("Add", {y, s.offset}, name + "/offset");
+    } else {
+      const std::string blocked = node("Reshape", {y, int64s(name + "/blocked_shape", s.offset_split)}, name + "/blocked");
+      const std::string added = node("Add", {blocked, s.offset}, name + "/offset");
+      y = node("Reshape", {added, int64s(name + "/kernel_shape", s.layout.dims)}, name + "/unblocked");
+    }
+  }
   if (o_.expose_quantized) expose(y, "q:" + path, ox::data_type::float32, std::vector<ox::dimension>(l.dims.begin(), l.dims.end()));
   return y;
 }

@@ -177,7 +177,7 @@ XQ_DECL std::string onnx_writer::weight(std::size_t i, const weight_use& u, onnx
   }();
   const graph_weight& w = g_.weights[u.weight];
   const std::string where = u.quantized ? u.q.quantizer : n.layer;
-  const bool low_bit = u.quantized && low_bit_grid(u.q.grid);
+  const bool low_bit = u.quantized && is_low_bit_grid(u.q.grid);
   const onnx_layout l = layout_of(k, raw.shape(), u.quantized && !low_bit ? &u.q.grid : nullptr, where);
   if (layout) *layout = l;
   if (u.quantized && u.q.integers.size() != raw.size())
@@ -367,7 +367,7 @@ XQ_DECL void onnx_writer::translate(std::size_t i, const op::linear& l) {
   // s_w per output channel, where the kernel is on an integer grid with its scales on the
   // output axis.
   std::vector<float> s_w;
-  if (l.kernel.quantized && !binary_grid(l.kernel.q.grid) && !low_bit_grid(l.kernel.q.grid)) {
+  if (l.kernel.quantized && !binary_grid(l.kernel.q.grid) && !is_low_bit_grid(l.kernel.q.grid)) {
     const quantization_grid& g = l.kernel.q.grid;
     const std::int64_t out_axis = dense && !l.transposed ? 1 : 0;
     if (lay.axis < 0) s_w.assign(f, g.scale.at(0));
