@@ -11,13 +11,22 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 
-import numpy as np
+# The environment every golden file is made in: torch on the CPU, its AVX2 kernels (their
+# reduction order is what the tests reproduce). Set before the generator imports torch.
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+warnings.simplefilter("ignore")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from index_hash import index_hash  # noqa: E402
 
 F = np.float32
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN_DIR = os.path.join(REPO, "tests", "data", "golden")
 
 
 def fnv1a64(a):
@@ -61,6 +70,18 @@ def random_unit(seed, n):
     """n float32 in (-1, 1) from index_hash (the incoming gradients dy)."""
     h = index_hash(n, seed).astype(np.float64)
     return ((h / 4294967296.0) * 2.0 - 1.0).astype(np.float32)
+
+
+def write_json(directory, name, content):
+    """Writes a golden file the way every generator does (compact, keys sorted: a second run
+    is byte-identical) and says where and how big."""
+    import json
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        json.dump(content, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    print("wrote", path, len(content.get("cases", [])), "cases", os.path.getsize(path), "bytes")
+    return path
 
 
 def git_commit(path):

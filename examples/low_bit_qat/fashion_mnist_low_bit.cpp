@@ -18,6 +18,10 @@
 //      DequantizeLinear, dynamic activations as the operators that compute them) and, with
 //      --onnxruntime PYTHON, run in onnxruntime.
 //
+// w4a8_range_learning and 8da4w_range_learning learn the int4 groups' scales with the
+// weights (torchao's range learning: xq::schemes::with_range_learning), from the scales the
+// fixed formats compute.
+//
 // A layer whose reduction axis the format's blocks do not divide keeps the integer grid
 // (the first conv's single input channel, for MXFP4 and NVFP4), as the peers' filters leave
 // it; the table says which layers ran which format and their bits per weight.
@@ -76,8 +80,11 @@ format_choice choose(const std::string& name) {
   if (name == "mxfp4_weight_only") return {name, xq::schemes::mx_weight_only(), false};
   if (name == "nvfp4_weight_only") return {name, xq::schemes::nvfp4_weight_only(), false};
   if (name == "fp8") return {name, xq::schemes::torchao_float8_dynamic(), false};
-  throw std::invalid_argument("--formats: expected w4a8, mxfp4, nvfp4, 8da4w, mxfp4_weight_only, nvfp4_weight_only "
-                              "or fp8, given " + name);
+  // torchao's range learning: the int4 groups' scales learned with the weights.
+  if (name == "w4a8_range_learning") return {name, xq::schemes::with_range_learning(xq::schemes::w4a8(32)), true};
+  if (name == "8da4w_range_learning") return {name, xq::schemes::with_range_learning(xq::schemes::torchao_8da4w(32)), false};
+  throw std::invalid_argument("--formats: expected w4a8, mxfp4, nvfp4, 8da4w, mxfp4_weight_only, nvfp4_weight_only, "
+                              "fp8, w4a8_range_learning or 8da4w_range_learning, given " + name);
 }
 
 template <class Model>

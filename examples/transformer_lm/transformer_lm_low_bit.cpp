@@ -8,6 +8,9 @@
 //                     Int4WeightFakeQuantizer): int4 groups with a float zero point, inputs float
 //   nvfp4             torchao's NVFP4 recipe (two-level: E4M3 block scales of 16 values and a
 //                     float32 tensor scale), weights and inputs
+//   8da4w_range_learning  8da4w with the weight groups' scales learned (torchao's
+//                     IntxFakeQuantizeConfig(range_learning=True): the scheme's scales to
+//                     start, then trained with the weights; xq::schemes::with_range_learning)
 //   (also: intx_weight_only, nvfp4_weight_only, mxfp4, mxfp4_weight_only, fp8)
 //
 //   1. post-training quantization: `xq::quantize_model` on a copy of the float model with
@@ -173,8 +176,10 @@ format_choice choose(const std::string& name, int group) {
   if (name == "mxfp4") return {name, xq::schemes::mx(), true};
   if (name == "mxfp4_weight_only") return {name, xq::schemes::mx_weight_only(), false};
   if (name == "fp8") return {name, xq::schemes::torchao_float8_dynamic(), true};
+  if (name == "8da4w_range_learning")
+    return {name, xq::schemes::with_range_learning(xq::schemes::torchao_8da4w(group)), true};
   throw std::invalid_argument("--formats: expected 8da4w, int4_weight_only, intx_weight_only, nvfp4, "
-                              "nvfp4_weight_only, mxfp4, mxfp4_weight_only or fp8, given " + name);
+                              "nvfp4_weight_only, mxfp4, mxfp4_weight_only, fp8 or 8da4w_range_learning, given " + name);
 }
 
 /// The tied table's two uses (the file comment): the projection as a dense layer (the

@@ -26,7 +26,8 @@
 //
 // Cases: w4a8, 8da4w, mxfp4, mxfp4_weight_only, mxfp8, nvfp4, nvfp4_weight_only, fp8,
 // int2_weight_only (INT2 at opset 25), int4_weight_only (UINT4 with zero point 8, then an Add
-// of each group's float zero point over the kernel reshaped into its groups); lm_8da4w,
+// of each group's float zero point over the kernel reshaped into its groups),
+// w4a8_range_learning (the groups' scales learned in the QAT epoch: a static INT4 grid); lm_8da4w,
 // lm_int4_weight_only and lm_nvfp4 the same checks on a transformer's layers (deploy_models.hpp's
 // tiny_transformer at width 32: attention's projections, the MLP, the keys, dynamic points per
 // token on (N, 6, 32) tensors); mxfp4_spec and nvfp4_spec export the spec form
@@ -386,6 +387,7 @@ int run(const run_args& a) {
   else if (scheme == "fp8") qo.scheme = xq::schemes::torchao_float8_dynamic();
   else if (scheme == "int2_weight_only") qo.scheme = xq::schemes::torchao_intx_weight_only(2, 32);
   else if (scheme == "int4_weight_only") qo.scheme = xq::schemes::torchao_int4_weight_only(32);
+  else if (scheme == "w4a8_range_learning") qo.scheme = xq::schemes::with_range_learning(xq::schemes::w4a8(32));
   else {
     std::cerr << "onnx_low_bit_cases: unknown case \"" << a.name << "\"\n";
     return 2;

@@ -133,3 +133,64 @@ TEST_CASE("the integer goldens tell the schemes apart", "[low_bit][intx][discrim
   CHECK(mask[1] == 0);
   CHECK(mask[2] == 1);
 }
+
+namespace {
+
+/// One case of tools/gen_golden_lowbit_range_learning.py: the first call (initial scales, y,
+/// dx, the scales' gradient), the scales moved by the case's factors, a second call.
+template <class Policy>
+void check_range_learning(const golden::json& file, const golden::json& c) {
+  const std::string name = c.at("input");
+  INFO("range learning int" << c.at("bits").get<int>() << " group " << c.at("group_size").get<int>() << " on " << name);
+  lb::intx_spec s;
+  s.bits = c.at("bits");
+  s.group_size = c.at("group_size");
+  s.range_learning = true;
+  const xq::tensor x = input_of(file, name);
+  REQUIRE(x.size() == c.at("values").get<std::size_t>());
+  const auto& r = file.at("random");
+  lb::intx_state st = lb::intx_learned_state(x, s, "test");
+  const std::size_t groups = st.values.size() / 2;
+  std::vector<float> scale(groups);
+  for (std::size_t g = 0; g < groups; ++g) scale[g] = st.values[2 * g];
+  check_bits("scale", scale.data(), groups, c, "scale", x);
+  const xq::tensor factor = li::random_unit(r.at("factor_seed").get<std::uint32_t>(), {groups});
+  for (const char* step : {"", "_2"}) {
+    const std::string k = step;
+    const xq::tensor dy = li::random_unit(r.at(k.empty() ? "dy_seed" : "dy2_seed").get<std::uint32_t>(), x.shape());
+    std::vector<unsigned char> mask(x.size());
+    bool* m = reinterpret_cast<bool*>(mask.data());
+    const xq::tensor y = lb::intx_apply<Policy>(x, s, st, "test", m);
+    check_bits("y", y.data(), y.size(), c, "y" + k, x);
+    const xq::tensor dx = lb::intx_backward<Policy>(x, dy, s, st, m);
+    check_bits("dx", dx.data(), dx.size(), c, "dx" + k, x);
+    const std::vector<float> ds = lb::intx_learned_scale_gradient(x, dy, s, st, "test");
+    check_bits("dscale", ds.data(), ds.size(), c, "dscale" + k, x);
+    // The optimizer's move: each scale times its factor in [0.5, 1.5) (the generator's).
+    for (std::size_t g = 0; g < groups; ++g) {
+      st.values[2 * g] *= 0.5f + (factor.data()[g] + 1.0f) * 0.5f;
+      scale[g] = st.values[2 * g];
+    }
+    if (k.empty()) check_bits("scale_2", scale.data(), groups, c, "scale_2", x);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("torchao's range learning: initial scales, both calls and the scales' gradient bit for bit",
+          "[low_bit][intx][golden]") {
+  const golden::json file = golden::load("low_bit_range_learning");
+  std::size_t cases = 0;
+  for (const auto& c : file.at("cases")) {
+    check_range_learning<xq::scalar_policy>(file, c);
+    check_range_learning<xq::simd_policy<>>(file, c);
+    ++cases;
+  }
+  CHECK(cases == 12);
+  // Only intx_symmetric learns its scales.
+  lb::intx_spec token;
+  token.scheme = lb::intx_scheme::intx_per_token;
+  token.range_learning = true;
+  CHECK_THROWS_WITH(lb::intx_learned_state(xq::tensor::from_shape({2, 32}), token, "w"),
+                    Catch::Contains("range learning on intx_symmetric"));
+}

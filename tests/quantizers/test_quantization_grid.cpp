@@ -326,7 +326,7 @@ TEST_CASE("quantization grid: per-block integers, ONNX's QuantizeLinear, binary 
   for (std::size_t i = 0; i < 10; ++i)
     back.data()[i] = float((q[i] - g.zero_point[scale_of[i]]) * double(g.scale[scale_of[i]]));
   CHECK(xq::grid_integers(g, back, "block") == q);
-  CHECK(xq::describe(g) == "int8 per-block(axis -1, block 2, 6 scales) [-8, 7]");
+  CHECK(xq::describe(g) == "int4 per-block(axis -1, block 2, 6 scales) [-8, 7]");
   // Another shape has another scale count.
   CHECK_THROWS_WITH(xq::quantize_on_grid(g, tensor::from_shape({2, 7}), "block"), Catch::Contains("8 for a tensor"));
 

@@ -12,12 +12,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <xquant/deploy/lower.hpp>
+#include <xquant/deploy/parity.hpp>
 #include <xquant/io/checkpoint.hpp>
 #include <xquant/quantizers/fp8_quantizer.hpp>
 #include <xquant/quantizers/intx_quantizer.hpp>
 #include <xquant/quantizers/mx_quantizer.hpp>
 #include <xquant/quantizers/nvfp4_quantizer.hpp>
 #include <xquant/quantizers/quantize_on_grid.hpp>
+#include <xquant/train/sgd.hpp>
 
 #include "models.hpp"
 
@@ -110,6 +113,17 @@ struct block_net {
   xq::var operator()(const xq::var& x) { return head(pool(xq::ops::relu(second(xq::ops::relu(first(x)))))); }
 };
 
+/// The scheme tests' input: 2 images of 8 x 8 with 3 channels.
+const xq::tensor::shape_type net_input{2, 8, 8, 3};
+
+/// A block_net built on net_input from `seed`.
+block_net<> built_block_net(unsigned seed) {
+  block_net<> model;
+  xq::set_seed(seed);
+  xq::build(model, net_input);
+  return model;
+}
+
 }  // namespace
 
 TEST_CASE("a fake quantizer naming a format runs the format's own quantizer, and its grid is exact",
@@ -165,11 +179,8 @@ TEST_CASE("a fake quantizer naming a format runs the format's own quantizer, and
 
 TEST_CASE("low-bit schemes put the peers' recipes on the layers, blocks along the reduction axis",
           "[low_bit][quantize][schemes]") {
-  using model_t = block_net<>;
-  const xq::tensor::shape_type shape{2, 8, 8, 3};
-  model_t model;
-  xq::set_seed(3);
-  xq::build(model, shape);
+  const xq::tensor::shape_type shape = net_input;
+  block_net<> model = built_block_net(3);
 
   xq::quantize_options o;
   o.scheme = xq::schemes::mx();
@@ -229,11 +240,8 @@ TEST_CASE("low-bit schemes put the peers' recipes on the layers, blocks along th
 }
 
 TEST_CASE("a spec mixes formats by path and type, and checkpoints keep the format", "[low_bit][quantize][spec]") {
-  using model_t = block_net<>;
-  const xq::tensor::shape_type shape{2, 8, 8, 3};
-  model_t model;
-  xq::set_seed(4);
-  xq::build(model, shape);
+  const xq::tensor::shape_type shape = net_input;
+  block_net<> model = built_block_net(4);
   xq::quantize_options o;
   o.scheme = xq::schemes::torchao_8da4w(16);
   xq::quantization_spec spec;
@@ -273,4 +281,87 @@ TEST_CASE("a spec mixes formats by path and type, and checkpoints keep the forma
   auto different = xq::quantize_model(model, o, shape);
   CHECK_THROWS_WITH(xq::load_checkpoint_bytes(bytes.data(), bytes.size(), "mixed.xqc", different),
                     Catch::Contains("second") && Catch::Contains("nvfp4") && Catch::Contains("mxfp4"));
+}
+
+TEST_CASE("torchao's range learning: the group scales are learned, trained, saved and deployed",
+          "[low_bit][quantize][range_learning]") {
+  const xq::tensor::shape_type shape = net_input;
+  block_net<> model = built_block_net(5);
+  xq::quantize_options o;
+  o.scheme = xq::schemes::with_range_learning(xq::schemes::w4a8(32));
+  auto q = xq::quantize_model(model, o, shape);
+  auto& w = q.second.weight_quantizer();
+  REQUIRE(w.learns_scales());
+  // quantize_model's call started the scales from the kernel: one per group of 32 input
+  // channels (HWIO: 3 x 3 x 1 x 32), trainable, listed with the model's parameters.
+  const xq::tensor& kernel = q.second.float_layer().kernel()->value;
+  xq::low_bit::intx_spec spec = *w.config().format.get_if<xq::low_bit::intx_spec>();
+  const xq::low_bit::intx_state start = xq::low_bit::intx_learned_state(kernel, spec, "test");
+  const xq::parameter_ptr scale = w.learned_scales();
+  REQUIRE(scale->value.size() == 3 * 3 * 32);
+  CHECK(scale->trainable());
+  for (std::size_t g = 0; g < scale->value.size(); ++g) CHECK(scale->value.data()[g] == start.values[2 * g]);
+  const auto trainable = xq::trainable_parameters(q);
+  CHECK(std::find(trainable.begin(), trainable.end(), scale) != trainable.end());
+  CHECK_FALSE(w.dynamic_format());  // the grid is the learned scales', not each tensor's
+
+  // The scales' gradient on the tape is torchao's (intx_learned_scale_gradient), the
+  // kernel's its mask's; an optimizer step moves the scales and the output follows them.
+  const xq::tensor dy = wavy(kernel.shape(), 0.9f);
+  xq::var k(kernel, true);
+  scale->zero_grad();
+  {
+    xq::training_mode train;
+    xq::tape tape;
+    tape.backward(w(k), dy);
+  }
+  xq::low_bit::intx_state st = start;
+  const std::vector<float> want = xq::low_bit::intx_learned_scale_gradient(kernel, dy, spec, st, "test");
+  REQUIRE(scale->grad.size() == want.size());
+  CHECK(std::memcmp(scale->grad.data(), want.data(), want.size() * sizeof(float)) == 0);
+  std::vector<unsigned char> mask(kernel.size());
+  xq::low_bit::intx_apply(kernel, spec, st, "test", reinterpret_cast<bool*>(mask.data()));
+  CHECK(same_bits(k.grad(), xq::low_bit::intx_backward(kernel, dy, spec, st, reinterpret_cast<bool*>(mask.data()))));
+  xq::sgd opt({scale}, {1e-5f});
+  opt.step();
+  for (std::size_t g = 0; g < scale->value.size(); ++g) st.values[2 * g] = scale->value.data()[g];
+  CHECK_FALSE(same_bits(scale->value, xq::tensor::from_shape(scale->value.shape())));
+  CHECK(same_bits(w.fake_quantize(kernel), xq::low_bit::intx_apply(kernel, spec, st, "test")));
+  const auto g = w.grid_of(kernel);
+  REQUIRE(g);
+  CHECK_FALSE(g->dynamic);
+  CHECK(g->scale == std::vector<float>(scale->value.begin(), scale->value.end()));
+
+  // Saved and loaded with the checkpoint; a model without range learning refuses the file.
+  const std::vector<std::uint8_t> bytes = xq::save_checkpoint_bytes(q);
+  auto again = xq::quantize_model(model, o, shape);
+  xq::load_checkpoint_bytes(bytes.data(), bytes.size(), "learned.xqc", again);
+  CHECK(same_bits(again.second.weight_quantizer().learned_scales()->value, scale->value));
+  o.scheme = xq::schemes::w4a8(32);
+  auto fixed = xq::quantize_model(model, o, shape);
+  CHECK_THROWS_WITH(xq::load_checkpoint_bytes(bytes.data(), bytes.size(), "learned.xqc", fixed),
+                    Catch::Contains("second") && Catch::Contains("range_learning"));
+
+  // Deployed as a static int4 grid: the engine's values are the simulation's (after a
+  // training pass gives the first conv's int8 grids their ranges).
+  const xq::tensor images = wavy(shape, 0.4f);
+  {
+    xq::training_mode train;
+    q(xq::var(images));
+  }
+  const auto engine = xq::deploy::lower(q, {8, 8, 3});
+  const auto report = xq::deploy::parity(q, engine, images);
+  INFO(report.table());
+  CHECK(report.same_top1 == report.samples);
+  CHECK(report.output_sqnr_db() > 100.0);
+
+  // Only symmetric integer groups learn their scales.
+  CHECK_THROWS_WITH(xq::schemes::with_range_learning(xq::schemes::mx()), Catch::Contains("symmetric integer weight groups"));
+  xq::low_bit::intx_spec token;
+  token.scheme = xq::low_bit::intx_scheme::intx_per_token;
+  token.range_learning = true;
+  xq::quantizer_config c;
+  c.format = token;
+  CHECK_THROWS_WITH(xq::fake_quantizer(c), Catch::Contains("range learning on intx_symmetric"));
+  CHECK_THROWS_WITH(xq::intx_quantizer(spec), Catch::Contains("range_learning"));
 }

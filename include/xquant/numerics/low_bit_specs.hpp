@@ -23,6 +23,11 @@ struct intx_spec {
   int group_size = 32; ///< intx_symmetric, int4_weight_only: values per group; 0: the whole axis
   int axis = -1;       ///< the axis groups and rows run along
   float eps = 0.0f;    ///< the scale's lower bound; 0: float32's smallest normal (torchao's default)
+  /// torchao's range learning (IntxFakeQuantizeConfig(range_learning=True), intx_symmetric
+  /// weights): the first call's scales, clamped to >= 1e-9, become trainable parameters the
+  /// later calls quantize with; their gradient is torch's autograd through the
+  /// dequantizing product and the reciprocal (round's straight through).
+  bool range_learning = false;
 };
 
 /// Which peer an FP8 quantize-dequantize reproduces.

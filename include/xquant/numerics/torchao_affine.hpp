@@ -66,6 +66,17 @@ template <class Policy = default_policy>
 tensor intx_backward(const tensor& x, const tensor& dy, const intx_spec& s, const intx_state& state, const bool* mask,
                      const std::string& where = "xq::low_bit::intx");
 
+/// torchao's range learning (intx_spec::range_learning): the first call's state — each
+/// group's dynamic scale clamped to >= 1e-9, zero points 0 — from which the scales are
+/// learned; intx_apply and intx_backward then quantize with the learned state.
+XQ_DECL intx_state intx_learned_state(const tensor& x, const intx_spec& s,
+                                      const std::string& where = "xq::low_bit::intx");
+/// The learned scales' gradient (one per group, in the state's order): torch's autograd of
+/// the fake quantization with the scales as parameters (see learned_scale_group_gradient).
+XQ_DECL std::vector<float> intx_learned_scale_gradient(const tensor& x, const tensor& dy, const intx_spec& s,
+                                                       const intx_state& state,
+                                                       const std::string& where = "xq::low_bit::intx");
+
 }  // namespace xq::low_bit
 
 namespace xq::low_bit::detail {

@@ -29,7 +29,11 @@
 /// A config naming a low-bit format (`quantizer_config::format`: torchao's int4 groups, FP8,
 /// MX, NVFP4) runs that format instead, with the numerics and gradient of its own quantizer
 /// (mx_quantizer, ...): scales from each tensor in the pass that quantizes it, no range and
-/// no state parameters, `grid_of(x)` the format's blocked grid.
+/// no state parameters, `grid_of(x)` the format's blocked grid. torchao's range learning
+/// (`low_bit::intx_spec::range_learning`) is the exception: the first call's group scales
+/// become a trainable parameter ("<path>/scale", one per group, the blocked layout's shape)
+/// that every later call quantizes with and the optimizer moves (torchao's gradient,
+/// numerics/torchao_affine.hpp); its grid is then static.
 ///
 /// \code
 ///   xq::quantizer_config c;  c.per_channel = true;   // NVIDIA weights: per channel, axis -1
@@ -56,6 +60,10 @@
 #include "range_tracker.hpp"
 
 namespace xq {
+
+namespace low_bit {
+struct intx_state;  // numerics/torchao_affine.hpp
+}
 
 /// The tracker a config asks for: PyTorch's observers for the torch numerics, tfmot's
 /// rules for the TF numerics.
@@ -115,8 +123,16 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   /// The same as integers on `grid(...)`: the q with output = (q - zero_point) * scale.
   XQ_DECL std::vector<std::int32_t> integers(const tensor& x) const;
 
-  /// The config's format (none for an integer grid).
-  low_bit_format dynamic_format() const override { return config_.format; }
+  /// The config's format (none for an integer grid, or learned scales: their grid is fixed
+  /// between optimizer steps).
+  low_bit_format dynamic_format() const override { return learns_scales() ? low_bit_format{} : config_.format; }
+  /// Whether the format learns its scales (torchao's range learning).
+  bool learns_scales() const noexcept {
+    const auto* s = config_.format.get_if<low_bit::intx_spec>();
+    return s && s->range_learning;
+  }
+  /// The learned scales (range learning): empty before the first call.
+  const parameter_ptr& learned_scales() const noexcept { return learned_scale_; }
   /// A batch observed, or a range set or restored that is not the initial one.
   XQ_DECL bool has_seen_data() const override;
   /// Training batches observed since the last reset or configure.
@@ -165,7 +181,13 @@ class fake_quantizer : public quantizer_layer<fake_quantizer> {
   quantizer_config config_;
   const range_tracker* tracker_ = nullptr;
   const quantizer_numerics* numerics_ = nullptr;
+  /// The state the learned scales give (range learning), for a tensor like x: argument_error
+  /// naming path() when they were learned on another shape.
+  low_bit::intx_state learned_state(const tensor& x) const;
+  var quantize_learned(const var& x);
+
   parameter_ptr min_, max_;
+  parameter_ptr learned_scale_;  ///< range learning: one trainable scale per group
   std::size_t batches_ = 0;
   bool built_ = false;  ///< called (or given a range) at least once: its state is listed
 };

@@ -17,7 +17,8 @@
 /// as the peers' QAT does (torchao's dynamic activations and weights, TransformerEngine's
 /// current scaling, ModelOpt's dynamic block quantizer): it keeps no range, so a fake
 /// quantizer running one has no state parameters, and its observer switch and calibration
-/// leave it as it is. Blocks run along `axis` of the spec; a wrapper sets it
+/// leave it as it is — except torchao's range learning (`intx_spec::range_learning`), whose
+/// group scales the first call starts and the optimizer then learns (fake_quantizer.hpp). Blocks run along `axis` of the spec; a wrapper sets it
 /// (`axis_from_layer`): a weight's blocks along its layer's reduction axis
 /// (`kernel_block_axis<L>`: a dense kernel's input axis, a conv kernel's input channels —
 /// blocks never span kernel taps), an input's along its last axis (a token's features, a

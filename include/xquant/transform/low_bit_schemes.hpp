@@ -17,6 +17,7 @@
 ///  | nvfp4(one_level) | `NVFP4DynamicActivationNVFP4WeightConfig` (two-level: a float32 tensor scale) | NVFP4 | NVFP4 |
 ///  | nvfp4_weight_only() | NVFP4 weights only | — | NVFP4 |
 ///  | w4a8(G) | int4 weights as torchao's 8da4w, int8 inputs as NVIDIA's QDQ (per tensor, calibrated) | int8 per tensor | int4 symmetric groups of G |
+///  | with_range_learning(s) | `s` with `IntxFakeQuantizeConfig(..., range_learning=True)` weights | `s`'s | `s`'s groups, learned scales |
 ///
 /// A weight's blocks run along its layer's reduction axis (`kernel_block_axis<L>`), an
 /// input's along its last axis (a token's features; a pixel's channels). A scheme with
@@ -40,6 +41,10 @@ XQ_DECL quantization_scheme mx_weight_only(low_bit::element_type weight = low_bi
 XQ_DECL quantization_scheme nvfp4(bool one_level = false);
 XQ_DECL quantization_scheme nvfp4_weight_only();
 XQ_DECL quantization_scheme w4a8(int group_size = 32);
+/// `s` with torchao's range learning on its integer weight groups (intx_spec::range_learning:
+/// the first call's scales become trainable parameters; torchao_8da4w, w4a8 and
+/// torchao_intx_weight_only have such groups). argument_error for a scheme without them.
+XQ_DECL quantization_scheme with_range_learning(quantization_scheme s);
 
 }  // namespace xq::schemes
 

@@ -165,6 +165,9 @@ XQ_DECL scheme_placement placement_for(const quantization_scheme& scheme, const 
 XQ_DECL wrapper_settings settings_for(const wrapper_handle& w, const quantize_options& o,
                                       const quantization_spec& spec);
 
+/// Whether an enabled quantizer of the model learns its scales (torchao's range learning).
+XQ_DECL bool learns_scales(layer_ref model);
+
 /// Whether the options need a traced pass.
 XQ_DECL bool needs_trace(const quantize_options& o);
 
@@ -214,6 +217,13 @@ void configure_twin(Twin& twin, const quantize_options& o, SampleCall&& sample_c
                          "none");
   }
   configure_wrappers(handles, layer_paths(as_layer_ref(twin)), trace.get(), o);
+  if (have_sample && learns_scales(as_layer_ref(twin))) {
+    // torchao's initialize_fake_quantizers: one pass starts the learned scales from the
+    // kernels, so that an optimizer made next holds them.
+    const no_grad nothing_recorded;
+    const training_mode inference(false);
+    sample_call(twin);
+  }
   if (trace)
     for (const auto& h : handles) h.reset_call_sites();
 }

@@ -14,6 +14,8 @@
 
 #include "../calibration_sink.hpp"
 #include "../fake_quantizer.hpp"
+#include "../../numerics/torchao_affine.hpp"
+#include "../intx_quantizer.hpp"
 #include "../low_bit_format_numerics.hpp"
 #include "../tf_fake_quant_numerics.hpp"
 #include "../tf_qdq_numerics.hpp"
@@ -55,6 +57,7 @@ XQ_DECL void fake_quantizer::configure(const quantizer_config& c) {
   numerics_ = &numerics_for(c);
   min_ = make_parameter(tracker_->min_name(), tensor::from_shape({0}), false);
   max_ = make_parameter(tracker_->max_name(), tensor::from_shape({0}), false);
+  learned_scale_ = learns_scales() ? make_parameter("scale", tensor::from_shape({0}), true) : nullptr;
   name_parameters();
   reset();
 }
@@ -100,18 +103,61 @@ XQ_DECL void fake_quantizer::reset() {
 }
 
 XQ_DECL std::vector<parameter_ptr> fake_quantizer::parameters() const {
-  if (!enabled() || !built_ || config_.format) return {};  // a format keeps no range
+  if (!enabled() || !built_) return {};
+  if (learns_scales()) return learned_scale_->value.size() ? std::vector<parameter_ptr>{learned_scale_} : std::vector<parameter_ptr>{};
+  if (config_.format) return {};  // a format keeps no range
   return {min_, max_};
 }
 
 XQ_DECL void fake_quantizer::detach_state() {
   min_ = std::make_shared<parameter>(*min_);
   max_ = std::make_shared<parameter>(*max_);
+  if (learned_scale_) learned_scale_ = std::make_shared<parameter>(*learned_scale_);
 }
 
 XQ_DECL void fake_quantizer::for_each_parameter_slot(const std::function<void(parameter_ptr&)>& f) {
   f(min_);
   f(max_);
+  if (learned_scale_) f(learned_scale_);
+}
+
+XQ_DECL low_bit::intx_state fake_quantizer::learned_state(const tensor& x) const {
+  const low_bit::intx_spec& s = *config_.format.get_if<low_bit::intx_spec>();
+  const kernels::block_layout bl = low_bit::intx_layout(x, s, path());
+  const tensor& scale = learned_scale_->value;
+  if (scale.size() != bl.block_count())
+    throw argument_error(path(),
+                         detail::concat(scale.size(), " learned scales (one per group of the tensor they were learned on)"),
+                         detail::concat(bl.block_count(), " groups in a tensor of shape ", detail::shape_string(x.shape())));
+  low_bit::intx_state st;
+  st.values.assign(2 * scale.size(), 0.0f);
+  for (std::size_t g = 0; g < scale.size(); ++g) st.values[2 * g] = scale.data()[g];
+  return st;
+}
+
+XQ_DECL var fake_quantizer::quantize_learned(const var& x) {
+  const low_bit::intx_spec& s = *config_.format.get_if<low_bit::intx_spec>();
+  const tensor& xv = x.value();
+  if (learned_scale_->value.size() == 0) {  // the first call: torchao's initialize_fake_quantizers
+    const low_bit::intx_state init = low_bit::intx_learned_state(xv, s, path());
+    tensor scale = tensor::from_shape(low_bit_state_shape(xv.shape(), s.axis, low_bit::intx_layout(xv, s, path()).blocks_per_row()));
+    for (std::size_t g = 0; g < scale.size(); ++g) scale.data()[g] = init.values[2 * g];
+    learned_scale_->value = std::move(scale);
+  }
+  low_bit::intx_state st = learned_state(xv);
+  const var scale_var(learned_scale_);
+  const bool record = needs_grad(x, scale_var);
+  std::shared_ptr<std::vector<unsigned char>> mask;
+  if (record) mask = std::make_shared<std::vector<unsigned char>>(xv.size());
+  tensor y = low_bit::intx_apply<default_policy>(xv, s, st, path(), mask ? reinterpret_cast<bool*>(mask->data()) : nullptr);
+  if (!record) return var(std::move(y));
+  return emit_with(x, std::move(y), true, [x, s, st = std::move(st), mask, scale = learned_scale_, where = path()](const tensor& dy) {
+    const std::vector<float> ds = low_bit::intx_learned_scale_gradient(x.value(), dy, s, st, where);
+    tensor g = tensor::from_shape(scale->value.shape());
+    std::copy(ds.begin(), ds.end(), g.begin());
+    add_grad(var(scale), std::move(g));
+    return low_bit::intx_backward<default_policy>(x.value(), dy, s, st, reinterpret_cast<const bool*>(mask->data()), where);
+  });
 }
 
 XQ_DECL fake_quantizer::fake_quantizer(std::string default_name, std::string (*type_name)(),
@@ -124,6 +170,10 @@ XQ_DECL fake_quantizer::fake_quantizer(std::string default_name, std::string (*t
 
 XQ_DECL void fake_quantizer::observe(const tensor& x) {
   built_ = true;
+  if (x.size() != 0 && learns_scales() && learned_scale_->value.size() == 0) {  // fake quant off: the scales still start here
+    const no_grad nothing_recorded;
+    quantize_learned(var(x));
+  }
   if (x.size() == 0 || config_.format) return;  // a format's scales come from each tensor  // nothing to learn a range from (TF's min of nothing is +Inf)
   const kernels::channel_layout l = layout_of(x);
   vector lo = min(), hi = max();
@@ -143,6 +193,7 @@ XQ_DECL var fake_quantizer::quantize(const var& x) {
     sink->collect(*this, xv);
     return x;
   }
+  if (learns_scales()) return quantize_learned(x);
   const bool record = needs_grad(x);
   if (config_.format) {
     quantized_output out = detail::format_forward(config_.format, x, record, path());
@@ -168,6 +219,7 @@ XQ_DECL quantization_grid fake_quantizer::grid(std::size_t channels) const {
 }
 
 XQ_DECL bool fake_quantizer::has_seen_data() const {
+  if (learns_scales()) return learned_scale_->value.size() != 0;  // the first call starts the scales
   if (batches_ > 0 || config_.format) return true;  // a format needs no data: its scales are each tensor's
   const fake_quantizer initial(config_, true);  // the range before any batch
   const vector a = min(), b = max(), c = initial.min(), d = initial.max();
@@ -179,11 +231,26 @@ XQ_DECL bool fake_quantizer::has_seen_data() const {
 
 XQ_DECL std::optional<quantization_grid> fake_quantizer::grid_of(const tensor& x) const {
   if (!enabled() || !fake_quant_enabled()) return std::nullopt;
+  if (learns_scales()) {  // the learned scales, fixed between optimizer steps
+    const low_bit::intx_spec& s = *config_.format.get_if<low_bit::intx_spec>();
+    const low_bit::intx_state st = learned_state(x);
+    const std::size_t groups = st.values.size() / 2;
+    low_bit_state state{tensor::from_shape({groups}), tensor::from_shape({groups})};  // scales, zero points
+    for (std::size_t i = 0; i < groups; ++i) {
+      state[0].data()[i] = st.values[2 * i];
+      state[1].data()[i] = 0.0f;
+    }
+    quantization_grid g = intx_quantizer::grid(s, x.shape(), state, path());
+    g.dynamic = false;
+    return g;
+  }
   if (config_.format) return detail::format_grid(config_.format, x, path());
   return grid(layout_of(x).channels);
 }
 
 XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
+  if (learns_scales())
+    return low_bit::intx_apply<default_policy>(x, *config_.format.get_if<low_bit::intx_spec>(), learned_state(x), path());
   if (config_.format) return detail::format_forward(config_.format, var(x), false, path()).y;
   const kernels::channel_layout l = layout_of(x);
   vector lo = min(), hi = max();
@@ -192,6 +259,7 @@ XQ_DECL tensor fake_quantizer::fake_quantize(const tensor& x) const {
 }
 
 XQ_DECL std::vector<std::int32_t> fake_quantizer::integers(const tensor& x) const {
+  if (learns_scales()) return grid_integers(*grid_of(x), fake_quantize(x), path());
   if (config_.format) return grid_integers(detail::format_grid(config_.format, x, path()), fake_quantize(x), path());
   const kernels::channel_layout l = layout_of(x);
   return grid_integers(grid(l.channels), fake_quantize(x), path());

@@ -47,6 +47,11 @@ XQ_DECL intx_quantizer::intx_quantizer(low_bit::intx_spec spec)
     throw argument_error("xq::intx_quantizer", "bits in [2, 8] (int4_weight_only: 4)", detail::concat(spec_.bits));
   if (spec_.group_size < 0)
     throw argument_error("xq::intx_quantizer", "a group size >= 0 (0: the whole axis)", detail::concat(spec_.group_size));
+  if (spec_.range_learning)  // its scales are parameters: fake_quantizer keeps them
+    throw argument_error("xq::intx_quantizer",
+                         "a spec without range learning (learned scales run in a fake_quantizer whose config names the "
+                         "format: quantizer_config::format)",
+                         "range_learning");
 }
 
 XQ_DECL std::string intx_quantizer::describe() const {

@@ -83,6 +83,14 @@ XQ_DECL bool format_accepts(const low_bit_format& f, std::size_t axis_length) {
 
 XQ_DECL void validate(const low_bit_format& f, const std::string& where) {
   try {
+    if (const auto* s = f.get_if<low_bit::intx_spec>(); s && s->range_learning) {
+      if (s->scheme != low_bit::intx_scheme::intx_symmetric)
+        throw argument_error(where, "range learning on intx_symmetric groups (torchao's weights)", low_bit::to_string(s->scheme));
+      low_bit::intx_spec dynamic = *s;  // the rest of the spec as its quantizer checks it
+      dynamic.range_learning = false;
+      (void)intx_quantizer(dynamic);
+      return;
+    }
     visit_format(f, [](const auto& s) {
           using S = std::decay_t<decltype(s)>;
           if constexpr (!std::is_same_v<S, no_low_bit_format>) (void)typename detail::format_quantizer<S>::type(s);

@@ -395,7 +395,7 @@ XQ_DECL std::vector<std::int32_t> grid_integers(const quantization_grid& g, cons
 
 XQ_DECL std::string describe(const quantization_grid& g) {
   std::ostringstream s;
-  if (g.element == grid_element::integer) s << (g.fits_int8() ? "int8" : g.fits_uint8() ? "uint8" : "int32");
+  if (g.element == grid_element::integer) s << (g.qmin < 0 ? "int" : "uint") << g.num_bits;  // int4, uint8, int16, ...
   else if (g.element == grid_element::binary) s << "binary ±1";
   else s << to_string(g.element);
   s << ' ';

@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include "../../core/error.hpp"
+#include "../../quantizers/low_bit_format.hpp"
+
 #include "../low_bit_schemes.hpp"
 
 namespace xq {
@@ -92,6 +95,16 @@ XQ_DECL quantization_scheme nvfp4_weight_only() {
 
 XQ_DECL quantization_scheme w4a8(int group_size) {
   return detail::low_bit_scheme("w4a8", detail::int_groups(4, group_size), {}, true);
+}
+
+XQ_DECL quantization_scheme with_range_learning(quantization_scheme s) {
+  const auto* w = s.weight.format.get_if<low_bit::intx_spec>();
+  if (!w || w->scheme != low_bit::intx_scheme::intx_symmetric)
+    throw argument_error("xq::schemes::with_range_learning", "a scheme with symmetric integer weight groups",
+                         s.name + " (" + (s.weight.format ? describe(s.weight.format) : std::string("an integer grid")) + ")");
+  s.weight.format.intx.range_learning = true;
+  s.name += "+range_learning";
+  return s;
 }
 
 }  // namespace schemes

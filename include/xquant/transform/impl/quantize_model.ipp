@@ -80,7 +80,23 @@ XQ_DECL wrapper_settings settings_for(const wrapper_handle& w, const quantize_op
   }
   if (e) options_of(*e);
   s.per_call_site = o.per_call_site_ranges;
+  if (const auto* in = s.input.format.get_if<low_bit::intx_spec>(); in && in->range_learning && s.quantize_input)
+    throw argument_error(w.path,
+                         "range learning on weights only (the sample pass starts learned scales from the kernels)",
+                         "an input format with range learning: " + describe(s.input.format));
   return s;
+}
+
+XQ_DECL bool learns_scales(layer_ref model) {
+  bool any = false;
+  for_each_quantizer_ref(
+      model,
+      [](void* f, quantizer_base& q) {
+        const auto* fq = dynamic_cast<const fake_quantizer*>(&q);
+        if (fq && fq->enabled() && fq->learns_scales()) *static_cast<bool*>(f) = true;
+      },
+      &any);
+  return any;
 }
 
 XQ_DECL bool needs_trace(const quantize_options& o) {
