@@ -331,6 +331,18 @@ TEST_CASE("torchao's range learning: the group scales are learned, trained, save
   REQUIRE(g);
   CHECK_FALSE(g->dynamic);
   CHECK(g->scale == std::vector<float>(scale->value.begin(), scale->value.end()));
+  // A scale an optimizer took below zero (torchao does not stop it) still has a grid: |s|,
+  // the integers -q - 1 and zero point -1, which give the simulation's values exactly.
+  scale->value.data()[0] = -scale->value.data()[0];
+  st.values[0] = scale->value.data()[0];
+  const xq::tensor fq = w.fake_quantize(kernel);
+  CHECK(same_bits(fq, xq::low_bit::intx_apply(kernel, spec, st, "test")));
+  const auto negative = w.grid_of(kernel);
+  REQUIRE(negative);
+  CHECK(negative->scale[0] == -scale->value.data()[0]);
+  CHECK(negative->zero_point[0] == -1);
+  CHECK(negative->zero_point[1] == 0);
+  CHECK(xq::quantize_on_grid(*negative, kernel, "test") == xq::grid_integers(*negative, fq, "test"));
 
   // Saved and loaded with the checkpoint; a model without range learning refuses the file.
   const std::vector<std::uint8_t> bytes = xq::save_checkpoint_bytes(q);

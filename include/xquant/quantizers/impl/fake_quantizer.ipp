@@ -234,11 +234,17 @@ XQ_DECL std::optional<quantization_grid> fake_quantizer::grid_of(const tensor& x
   if (learns_scales()) {  // the learned scales, fixed between optimizer steps
     const low_bit::intx_spec& s = *config_.format.get_if<low_bit::intx_spec>();
     const low_bit::intx_state st = learned_state(x);
+    // An optimizer may move a learned scale below zero (torchao lets it: nothing clamps it
+    // after the start). Its values q · s are then those of |s| with the integers -q - 1 and
+    // zero point -1: clamp(rint(x · (1 / |s|)) - 1, qmin, qmax) is -clamp(rint(x · (1 / s)),
+    // qmin, qmax) - 1 exactly (rint is odd, and [qmin, qmax] = [-2^(b-1), 2^(b-1) - 1] maps
+    // onto itself), so the grid keeps positive scales and the simulation's values.
     const std::size_t groups = st.values.size() / 2;
     low_bit_state state{tensor::from_shape({groups}), tensor::from_shape({groups})};  // scales, zero points
     for (std::size_t i = 0; i < groups; ++i) {
-      state[0].data()[i] = st.values[2 * i];
-      state[1].data()[i] = 0.0f;
+      const float scale = st.values[2 * i];
+      state[0].data()[i] = std::fabs(scale);
+      state[1].data()[i] = scale < 0.0f ? -1.0f : 0.0f;
     }
     quantization_grid g = intx_quantizer::grid(s, x.shape(), state, path());
     g.dynamic = false;
