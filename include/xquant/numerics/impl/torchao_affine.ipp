@@ -107,7 +107,9 @@ XQ_DECL intx_state intx_learned_state(const tensor& x, const intx_spec& s, const
   intx_spec dynamic = s;
   dynamic.range_learning = false;
   intx_state st;
-  intx_quantize_dequantize<default_policy>(x, dynamic, where, &st, nullptr);
+  // The scalar walk (the SIMD one gives the same bits: tested): a non-template function
+  // instantiates what it calls in every translation unit, CUDA's included.
+  intx_quantize_dequantize<scalar_policy>(x, dynamic, where, &st, nullptr);
   for (std::size_t g = 0; g < st.values.size() / 2; ++g) {
     float& scale = st.values[2 * g];
     if (scale < 1e-9f) scale = 1e-9f;  // torch.clamp(scale, min=1e-9): NaN stays NaN
