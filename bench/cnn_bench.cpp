@@ -24,6 +24,7 @@
 #include <xquant/train/losses.hpp>
 
 #include "../examples/fashion_mnist/cnn.hpp"
+#include "machine_peak.hpp"
 #include "training_step.hpp"
 
 namespace {
@@ -252,6 +253,15 @@ struct conv_case {
 };
 constexpr conv_case conv_cases[] = {{28, 1, 32}, {14, 32, 64}};
 
+/// `share_of_fp32_peak`: the rate of `flops` per iteration (2 per multiply-add) over this
+/// core's measured fp32 FMA peak (machine_peak.hpp) times the threads OpenMP may use.
+void add_share_of_fp32_peak(benchmark::State& state, double flops) {
+  const double peak_flops = 2.0 * bench_peak::fp32_fma_peak() * double(xq::kernels::max_threads());
+  if (peak_flops > 0)
+    state.counters["share_of_fp32_peak"] = benchmark::Counter(
+        flops * static_cast<double>(state.iterations()) / peak_flops, benchmark::Counter::kIsRate);
+}
+
 double conv_flops(const conv_case& c, std::size_t batch) {
   return 2.0 * static_cast<double>(batch * c.hw * c.hw * c.cout * 9 * c.cin);
 }
@@ -285,6 +295,7 @@ void BM_conv2d(benchmark::State& state) {
   const double flops = conv_flops(c, batch) * (1.0 + (with_backward ? 1.0 : 0.0) + (input_grad ? 1.0 : 0.0));
   state.counters["GFLOP_per_s"] =
       benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  add_share_of_fp32_peak(state, flops);
 }
 BENCHMARK(BM_conv2d)
     ->ArgNames({"conv", "backward"})
@@ -304,8 +315,17 @@ void BM_sgemm_reference(benchmark::State& state) {
   }
   state.counters["GFLOP_per_s"] = benchmark::Counter(
       conv_flops(c, 64) * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  add_share_of_fp32_peak(state, conv_flops(c, 64));
 }
 BENCHMARK(BM_sgemm_reference)->ArgName("conv")->DenseRange(0, 1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+/// This core's measured peaks (machine_peak.hpp), for the shares above and the README.
+void BM_machine_peak(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(bench_peak::fp32_fma_peak());
+  state.counters["fp32_GFLOP_per_s"] = 2e-9 * bench_peak::fp32_fma_peak();
+  state.counters["vnni_GOP_per_s"] = 2e-9 * bench_peak::vnni_peak();
+}
+BENCHMARK(BM_machine_peak)->Iterations(1);
 
 }  // namespace
 BENCHMARK_MAIN();

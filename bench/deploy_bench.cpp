@@ -18,6 +18,8 @@
 /// Only inference is timed; the models are trained and lowered once, before.
 #include <benchmark/benchmark.h>
 
+#include "machine_peak.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -283,6 +285,27 @@ BENCHMARK(BM_binary_cnn)
 
 // ---- ratios: the engine and its float network alternated ------------------------------
 
+/// The multiply-adds of the engine's integer convs and dense layers per image (0 for a
+/// network without them): each output value's K products, read from one image's run.
+double linear_macs_per_image(const xq::deploy::integer_model& engine, const xq::tensor& batch) {
+  std::vector<std::size_t> one(batch.shape().begin(), batch.shape().end());
+  one[0] = 1;
+  xq::tensor x = xq::tensor::from_shape(one);
+  std::copy(batch.data(), batch.data() + x.size(), x.data());
+  const auto values = engine.run_all(x);
+  double macs = 0;
+  for (const auto& op : engine.ops)
+    if (const auto* l = dynamic_cast<const xq::deploy::integer_linear_op*>(op.get())) {
+      using form = xq::deploy::integer_linear_op::form;
+      const double window = double(l->geometry.window[0]) * double(l->geometry.window[1]);
+      const double k = l->shape_form == form::dense ? double(l->in_channels)
+                       : l->shape_form == form::depthwise_conv2d ? window
+                                                                 : window * double(l->in_channels);
+      macs += double(values.at(l->output).elements()) * k;
+    }
+  return macs;
+}
+
 /// One float inference, then one engine inference, each timed on its own; the reported
 /// (manual) time is the engine's. `speedup` = float time / engine time.
 template <class Model>
@@ -314,6 +337,16 @@ void over_float(benchmark::State& state, Model& model, const xq::deploy::integer
   state.counters["engine_images_per_s"] = engine_seconds > 0 ? images / engine_seconds : 0.0;
   state.counters["speedup"] = engine_seconds > 0 ? float_seconds / engine_seconds : 0.0;
   state.counters["cpu_speedup"] = engine_cpu > 0 ? float_cpu / engine_cpu : 0.0;
+  // Operations per second and their share of this core's measured peaks (machine_peak.hpp;
+  // one thread: the peaks are one core's): the float network against the fp32 FMA peak,
+  // the integer engine against VPDPBUSD's.
+  const double macs = linear_macs_per_image(engine, x) * images;
+  if (macs > 0 && float_seconds > 0 && engine_seconds > 0) {
+    state.counters["float_GFLOP_per_s"] = 2e-9 * macs / float_seconds;
+    state.counters["engine_GOP_per_s"] = 2e-9 * macs / engine_seconds;
+    if (bench_peak::fp32_fma_peak() > 0) state.counters["float_share_of_fp32_peak"] = macs / float_seconds / bench_peak::fp32_fma_peak();
+    if (bench_peak::vnni_peak() > 0) state.counters["engine_share_of_vnni_peak"] = macs / engine_seconds / bench_peak::vnni_peak();
+  }
 }
 
 void BM_integer_over_float(benchmark::State& state) { over_float(state, cnn_nets().cnn, cnn_nets().engine); }
@@ -403,6 +436,10 @@ void BM_conv2d_s16(benchmark::State& state) {
   }
   state.counters["GMAC_per_s"] = benchmark::Counter(double(rows * s.f * k) * double(state.iterations()) / 1e9,
                                                     benchmark::Counter::kIsRate);
+  if (bench_peak::vnni_peak() > 0)
+    state.counters["share_of_vnni_peak"] = benchmark::Counter(
+        double(rows * s.f * k) * double(state.iterations()) / bench_peak::vnni_peak(), benchmark::Counter::kIsRate);
+  state.SetLabel(xq::kernels::isa_name(xq::deploy::integer_product_isa(true)));
 }
 BENCHMARK(BM_conv2d_s16)
     ->ArgNames({"conv", "fused"})
@@ -485,10 +522,17 @@ void BM_gemm_s16_threads(benchmark::State& state) {
   const xq::deploy::packed_s16_matrix packed(b.data(), k, n);
   std::vector<std::int32_t> c(m * n);
   const std::size_t block = xq::deploy::detail::gemm_s16_block_rows(k), blocks = (m + block - 1) / block;
+  std::vector<const std::int16_t*> starts(m);
+  for (std::size_t i = 0; i < m; ++i) starts[i] = a.data() + i * k;
+  const xq::kernels::cpu_isa isa = xq::deploy::integer_product_isa(false);  // A spans 511 values: VPMADDWD
   one_and_two_threads(state, [&](int threads) {
     set_threads(threads);
     xq::kernels::parallel_chunks(threads, blocks, 1, [&](std::size_t b0, std::size_t b1) {
-      xq::deploy::detail::gemm_s16_rows(b0 * block, std::min(m, b1 * block), a.data(), k, packed, nullptr, c.data());
+      xq::deploy::integer_operand op;
+      op.s16 = starts.data() + b0 * block;
+      op.rows = std::min(m, b1 * block) - b0 * block;
+      op.groups = packed.pairs();
+      xq::deploy::integer_product(isa, op, packed, nullptr, c.data() + b0 * block * n);
     });
     benchmark::DoNotOptimize(c.data());
   });
@@ -527,7 +571,16 @@ BENCHMARK(BM_binary_gemm_threads)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// ---- the machine's reference: memcpy bandwidth ---------------------------------------------
+// ---- the machine's references: memcpy bandwidth, the core's measured peaks ----------------
+
+/// One core's fp32 FMA and VPDPBUSD peaks (machine_peak.hpp), as operations per second
+/// (2 per multiply-add).
+void BM_machine_peak(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(bench_peak::fp32_fma_peak());
+  state.counters["fp32_GFLOP_per_s"] = 2e-9 * bench_peak::fp32_fma_peak();
+  state.counters["vnni_GOP_per_s"] = 2e-9 * bench_peak::vnni_peak();
+}
+BENCHMARK(BM_machine_peak)->Iterations(1);
 
 /// memcpy of 16 MiB (DRAM-bound), 1 thread: how fast the machine is in this run.
 void BM_memcpy(benchmark::State& state) {
@@ -549,6 +602,9 @@ int main(int argc, char** argv) {
 #if defined(_OPENMP)
   benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
 #endif
+  benchmark::AddCustomContext("cpu_features", xq::kernels::cpu().describe());
+  benchmark::AddCustomContext("integer_kernel", xq::kernels::isa_name(xq::deploy::integer_product_isa(true)));
+  benchmark::AddCustomContext("binary_kernel", xq::kernels::isa_name(xq::deploy::binary_gemm_isa()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

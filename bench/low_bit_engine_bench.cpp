@@ -261,15 +261,8 @@ BENCHMARK(BM_low_bit_engine_projections)
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  benchmark::AddCustomContext("block_scaled_path", "avx512_vnni");
-#elif defined(__AVXVNNI__)
-  benchmark::AddCustomContext("block_scaled_path", "avx_vnni");
-#elif defined(__AVX2__)
-  benchmark::AddCustomContext("block_scaled_path", "avx2");
-#else
-  benchmark::AddCustomContext("block_scaled_path", "portable");
-#endif
+  benchmark::AddCustomContext("block_scaled_path", xq::kernels::isa_name(xq::deploy::block_scaled_gemm_isa()));
+  benchmark::AddCustomContext("cpu_features", xq::kernels::cpu().describe());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -17,6 +17,8 @@
 
 #include <xquant/deploy/engine/block_scaled_gemm.hpp>
 
+#include "engine_checks.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -183,7 +185,7 @@ TEST_CASE("block_scaled_gemm: packing round trip and storage", "[deploy][block_s
   CHECK_NOTHROW(packed_block_scaled_matrix(w.data(), k, n, block_element::int8, 4, sb.data()));
 }
 
-TEST_CASE("block_scaled_gemm: the kernel equals the oracle bit for bit", "[deploy][block_scaled_gemm]") {
+TEST_CASE("block_scaled_gemm: every kernel equals the oracle bit for bit", "[deploy][block_scaled_gemm]") {
   std::mt19937 rng(2024);
   int cases = 0;
   for (block_element kind : {block_element::int4, block_element::fp4_e2m1, block_element::int8})
@@ -196,16 +198,21 @@ TEST_CASE("block_scaled_gemm: the kernel equals the oracle bit for bit", "[deplo
         const problem pr(m, n, k, block, kind, trial % 2 == 0, rng);
         const packed_block_scaled_matrix p = pr.packed();
         const std::vector<float> want = pr.oracle();
-        on_one_and_two_threads([&] {
-          INFO("kind " << int(kind) << " block " << block << " m " << m << " n " << n << " k " << k);
-          CHECK(same_bits(pr.kernel(p), want));
+        deploy_test::on_every_isa([&](xq::kernels::cpu_isa isa) {
+          // Under each cap the kernel of that instruction set runs (AVX-512BW has none of its own).
+          if (isa != xq::kernels::cpu_isa::avx512bw && isa != xq::kernels::cpu_isa::avx512_vpopcntdq)
+            CHECK(xq::deploy::block_scaled_gemm_isa() == isa);
+          on_one_and_two_threads([&] {
+            INFO("kind " << int(kind) << " block " << block << " m " << m << " n " << n << " k " << k);
+            CHECK(same_bits(pr.kernel(p), want));
+          });
         });
         ++cases;
       }
   // int8 allows blocks of 4, 12, ...: a block shorter than the kernel's 8-k step.
   for (std::size_t block : {4u, 12u}) {
     const problem pr(13, 19, 53, block, block_element::int8, false, rng);
-    CHECK(same_bits(pr.kernel(pr.packed()), pr.oracle()));
+    deploy_test::on_every_isa([&](xq::kernels::cpu_isa) { CHECK(same_bits(pr.kernel(pr.packed()), pr.oracle())); });
   }
   CHECK(cases == 108);
 }
@@ -245,12 +252,15 @@ TEST_CASE("block_scaled_gemm: extreme operands at the largest block", "[deploy][
       a.scales = sa.data();
       const packed_block_scaled_matrix p(w.data(), k, n, kind, block, sb.data());
       std::vector<float> fast(m * n), slow(m * n);
-      xq::deploy::block_scaled_gemm(m, a, p, fast.data());
       xq::deploy::block_scaled_gemm_reference(m, n, k, block, a, w.data(), sb.data(), slow.data());
       // Every term is 255 * wmin * (block length), with the sign of a - za.
       const double expected = (flip ? -1.0 : 1.0) * 255.0 * double(wmin) * double(k);
-      CHECK(same_bits(fast, slow));
-      for (float v : fast) CHECK(double(v) == expected);
+      deploy_test::on_every_isa([&](xq::kernels::cpu_isa) {
+        std::fill(fast.begin(), fast.end(), -1.0f);
+        xq::deploy::block_scaled_gemm(m, a, p, fast.data());
+        CHECK(same_bits(fast, slow));
+        for (float v : fast) CHECK(double(v) == expected);
+      });
     }
   }
 }

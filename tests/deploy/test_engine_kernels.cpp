@@ -19,6 +19,7 @@
 #include <xquant/deploy/engine_kernels.hpp>
 #include <xquant/deploy/integer_gemm.hpp>
 #include <xquant/deploy/integer_model.hpp>
+#include "engine_checks.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -128,31 +129,43 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 
 }  // namespace
 
-TEST_CASE("gemm_s16: the VPMADDWD kernel equals the int32 reference on ragged shapes", "[deploy][kernels]") {
+TEST_CASE("gemm_s16: every kernel equals the int32 reference on ragged shapes", "[deploy][kernels]") {
+  using xq::kernels::cpu_isa;
   std::mt19937 rng(11);
   struct shape {
     std::size_t m, n, k, lda;
   };
-  // m, n off the 6 x 16 tile; K odd and even, 1, and long; lda > K.
-  for (shape s : {shape{1, 1, 1, 1}, {1, 1, 2, 2}, {5, 3, 7, 7}, {6, 16, 8, 8}, {7, 17, 9, 9}, {13, 31, 33, 40},
-                  {37, 33, 288, 288}, {64, 10, 128, 128}, {19, 128, 3136, 3137}, {1000, 64, 288, 288}}) {
-    CAPTURE(s.m, s.n, s.k, s.lda);
-    const auto a = random_s16(s.m * s.lda, -255, 255, rng);
-    const auto b = random_s16(s.k * s.n, -127, 127, rng);
-    std::vector<std::int32_t> bias(s.n);
-    for (auto& v : bias) v = std::int32_t(rng() % 200001) - 100000;
-    std::vector<std::int32_t> ref(s.m * s.n), fast(s.m * s.n);
-    const xq::deploy::packed_s16_matrix packed(b.data(), s.k, s.n);
-    CHECK(packed.rows() == s.k);
-    CHECK(packed.cols() == s.n);
-    for (const bool with_bias : {true, false}) {
-      const std::int32_t* bp = with_bias ? bias.data() : nullptr;
-      xq::deploy::gemm_s16_reference(s.m, s.n, s.k, a.data(), s.lda, b.data(), bp, ref.data());
-      on_one_and_two_threads([&] {
-        std::fill(fast.begin(), fast.end(), -1);
-        xq::deploy::gemm_s16(s.m, a.data(), s.lda, packed, bp, fast.data());
-        CHECK(ref == fast);
-      });
+  struct range {
+    int lo, hi;
+  };
+  // m, n off the tiles (4, 6 and 8 rows; 16 and 32 columns); K odd and even, 1, and long;
+  // lda > K. A's values: centred uint8 and int8 grids (VPDPBUSD's shift by min(A)), a grid
+  // after a ReLU, and a span of 511 (VPMADDWD even where VNNI is there).
+  for (range r : {range{-255, 255}, range{-128, 127}, range{0, 255}, range{-3, 200}}) {
+    for (shape s : {shape{1, 1, 1, 1}, {1, 1, 2, 2}, {5, 3, 7, 7}, {6, 16, 8, 8}, {7, 17, 9, 9}, {13, 31, 33, 40},
+                    {9, 33, 5, 6}, {37, 33, 288, 288}, {64, 10, 128, 128}, {19, 128, 3136, 3137}, {1000, 64, 288, 288}}) {
+      CAPTURE(r.lo, r.hi, s.m, s.n, s.k, s.lda);
+      const auto a = random_s16(s.m * s.lda, r.lo, r.hi, rng);
+      const auto b = random_s16(s.k * s.n, -128, 127, rng);
+      std::vector<std::int32_t> bias(s.n);
+      for (auto& v : bias) v = std::int32_t(rng() % 200001) - 100000;
+      std::vector<std::int32_t> ref(s.m * s.n), fast(s.m * s.n);
+      const xq::deploy::packed_s16_matrix packed(b.data(), s.k, s.n);
+      CHECK(packed.rows() == s.k);
+      CHECK(packed.cols() == s.n);
+      for (const bool with_bias : {true, false}) {
+        const std::int32_t* bp = with_bias ? bias.data() : nullptr;
+        xq::deploy::gemm_s16_reference(s.m, s.n, s.k, a.data(), s.lda, b.data(), bp, ref.data());
+        deploy_test::on_every_isa([&](cpu_isa isa) {
+          // Under each cap the kernel of that instruction set runs (VNNI: int8 weights).
+          if (isa != cpu_isa::avx512_vpopcntdq) CHECK(xq::deploy::integer_product_isa(true) == isa);
+          on_one_and_two_threads([&] {
+            std::fill(fast.begin(), fast.end(), -1);
+            xq::deploy::gemm_s16(s.m, a.data(), s.lda, packed, bp, fast.data());
+            CHECK(ref == fast);
+          });
+        });
+      }
     }
   }
 }
@@ -171,11 +184,29 @@ TEST_CASE("gemm_s16: sums near the int32 limit are exact (no saturation)", "[dep
   bias[2] = -10'000'000;
   std::vector<std::int32_t> ref(m * n), fast(m * n);
   xq::deploy::gemm_s16_reference(m, n, k, a.data(), k, b.data(), bias.data(), ref.data());
-  xq::deploy::gemm_s16(m, a.data(), k, xq::deploy::packed_s16_matrix(b.data(), k, n), bias.data(), fast.data());
-  CHECK(ref == fast);
+  const xq::deploy::packed_s16_matrix packed(b.data(), k, n);
+  deploy_test::on_every_isa([&](xq::kernels::cpu_isa) {
+    xq::deploy::gemm_s16(m, a.data(), k, packed, bias.data(), fast.data());
+    CHECK(ref == fast);
+  });
   CHECK(ref[0 * n + 1] == 2'137'410'000 + 10'000'000);   // -255 * -127 * K + bias
   CHECK(ref[1 * n + 2] == -2'137'410'000 - 10'000'000);  // 255 * -127 * K + bias
   CHECK(ref[0 * n + 0] == -2'137'410'000);
+
+  // VPDPBUSD's operands at their extremes: A in {0, 255} (a span of 256 values), B = -128:
+  // a lane's four products -130,560, an all-255 row's sum 255 * -128 * 65,000 = -2,121,600,000.
+  const std::size_t k8 = 65000;
+  std::vector<std::int16_t> a8(m * k8), b8(k8 * n, -128);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t p = 0; p < k8; ++p) a8[i * k8 + p] = std::int16_t(i % 2 || p % 7 == 0 ? 255 : 0);
+  std::vector<std::int32_t> ref8(m * n), fast8(m * n);
+  xq::deploy::gemm_s16_reference(m, n, k8, a8.data(), k8, b8.data(), bias.data(), ref8.data());
+  const xq::deploy::packed_s16_matrix packed8(b8.data(), k8, n);
+  deploy_test::on_every_isa([&](xq::kernels::cpu_isa) {
+    xq::deploy::gemm_s16(m, a8.data(), k8, packed8, bias.data(), fast8.data());
+    CHECK(ref8 == fast8);
+  });
+  CHECK(ref8[1 * n + 0] == -2'121'600'000);
 }
 
 TEST_CASE("binary_gemm: the nibble-lookup kernel equals XNOR-popcount on ragged shapes", "[deploy][kernels]") {
@@ -291,15 +322,16 @@ TEST_CASE("conv2d_nhwc_s16 equals im2col + the reference GEMM + the scalar epilo
   struct input {
     std::size_t n, h, w, c, f;
   };
+  for (const int lo : {-255, -128, 0})  // a span of 511 (VPMADDWD), uint8 and ReLU-like grids (VPDPBUSD)
   for (input in : {input{3, 9, 8, 1, 32}, {2, 7, 7, 32, 20}, {2, 6, 5, 3, 17}, {1, 5, 5, 2, 16}}) {
     for (const window_geometry& g : {geometry(3, 3, 1, 1, {1, 1, 1, 1}), geometry(3, 3, 2, 1, {0, 1, 1, 0}),
                                      geometry(3, 2, 1, 2, {2, 1, 2, 1}), geometry(1, 1, 1, 1, {0, 0, 0, 0}),
                                      geometry(2, 2, 1, 1, {0, 0, 0, 0})}) {
-      CAPTURE(in.n, in.h, in.w, in.c, in.f, g.window[0], g.window[1], g.strides[0], g.dilation[0]);
+      CAPTURE(lo, in.n, in.h, in.w, in.c, in.f, g.window[0], g.window[1], g.strides[0], g.dilation[0]);
       const std::size_t kh = g.window[0], kw = g.window[1], k = kh * kw * in.c;
       const std::size_t rows = in.n * g.output_extent(in.h, 0) * g.output_extent(in.w, 1);
-      const auto x = random_s16(in.n * in.h * in.w * in.c, -255, 255, rng);
-      const auto kernel = random_s16(k * in.f, -127, 127, rng);
+      const auto x = random_s16(in.n * in.h * in.w * in.c, lo, lo == -255 ? 255 : lo + 255, rng);
+      const auto kernel = random_s16(k * in.f, -128, 127, rng);
       std::vector<std::int32_t> bias(in.f);
       for (auto& v : bias) v = std::int32_t(rng() % 20001) - 10000;
       std::vector<std::int32_t> acc(rows * in.f);
@@ -317,9 +349,12 @@ TEST_CASE("conv2d_nhwc_s16 equals im2col + the reference GEMM + the scalar epilo
       e.qmax = 127;
       std::vector<std::int16_t> ref(rows * in.f), fast(rows * in.f, 999);
       r.apply(acc.data(), rows, 2, -128, 127, ref.data());
-      on_one_and_two_threads([&] {
-        xq::deploy::conv2d_nhwc_s16(x.data(), in.n, in.h, in.w, in.c, g, packed, bias.data(), e, fast.data(), nullptr);
-        CHECK(ref == fast);
+      deploy_test::on_every_isa([&](xq::kernels::cpu_isa) {
+        on_one_and_two_threads([&] {
+          std::fill(fast.begin(), fast.end(), 999);
+          xq::deploy::conv2d_nhwc_s16(x.data(), in.n, in.h, in.w, in.c, g, packed, bias.data(), e, fast.data(), nullptr);
+          CHECK(ref == fast);
+        });
       });
       // No bias, real output: the raw sums as floats (scale 1, offset 0).
       std::vector<std::int32_t> raw(rows * in.f);
@@ -329,10 +364,12 @@ TEST_CASE("conv2d_nhwc_s16 equals im2col + the reference GEMM + the scalar epilo
       re.integer_output = false;
       re.real_scale = ones.data();
       re.real_bias = zeros.data();
-      xq::deploy::conv2d_nhwc_s16(x.data(), in.n, in.h, in.w, in.c, g, packed, nullptr, re, nullptr, real.data());
-      bool same = true;
-      for (std::size_t i = 0; i < raw.size(); ++i) same = same && real[i] == float(raw[i]);
-      CHECK(same);
+      deploy_test::on_every_isa([&](xq::kernels::cpu_isa) {
+        xq::deploy::conv2d_nhwc_s16(x.data(), in.n, in.h, in.w, in.c, g, packed, nullptr, re, nullptr, real.data());
+        bool same = true;
+        for (std::size_t i = 0; i < raw.size(); ++i) same = same && real[i] == float(raw[i]);
+        CHECK(same);
+      });
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "deploy_models.hpp"
+#include "engine_checks.hpp"
 
 #include <xquant/deploy/binary_gemm.hpp>
 #include <xquant/deploy/export_onnx.hpp>
@@ -149,10 +150,7 @@ void check_exact(Model& qat, const std::vector<std::size_t>& sample, const xq::t
   const double magnitude = std::max(1.0, double(xt::amax(xt::abs(out))()));
   CAPTURE(magnitude);
   CHECK(report.max_output_difference <= 1e-5 * magnitude);
-  xq::deploy::run_options ref;
-  ref.reference_kernels = true;
-  const bool same = engine.run(inputs, ref) == engine.run(inputs);
-  CHECK(same);
+  CHECK(deploy_test::fast_kernels_match_reference(engine, inputs));
   check_slices(engine, inputs);
   check_saves_and_loads(engine, inputs, "zoo.xqi");
 }
@@ -428,10 +426,7 @@ TEST_CASE("lower: integer-only add and multiply, TFLite's and onnxruntime's arit
     INFO(report.table());
     if (scheme == requantization::float_multiplier) std::printf("%s", report.table().c_str());
     CHECK(report.same_top1_share() >= 0.95);
-    xq::deploy::run_options ref;
-    ref.reference_kernels = true;
-    const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
-    CHECK(same);
+    CHECK(deploy_test::fast_kernels_match_reference(engine, test.inputs));
     check_saves_and_loads(engine, test.inputs, "zoo.xqi");
   }
 }
@@ -621,16 +616,20 @@ TEST_CASE("lower: a folded-BN QAT CNN computes the simulation's integers", "[dep
     lo.bias = v.bias;
     const xq::deploy::integer_model engine = xq::deploy::lower(qat, {12, 12, 1}, lo);
     INFO(engine.summary());
-    // Every conv and dense is an integer op; the batch norms are absorbed; the logits are float.
-    std::size_t integer_ops = 0;
+    // Every conv and dense is an integer op; the batch norms are absorbed; the logits are
+    // float; the ReLUs after the convs saturate in their requantization (no pass of their own).
+    std::size_t integer_ops = 0, fused_relus = 0;
     for (const auto& op : engine.ops) {
       CHECK(std::string(op->kind()) != "batch_norm");
+      CHECK(std::string(op->kind()) != "relu");
       if (auto* l = dynamic_cast<const xq::deploy::integer_linear_op*>(op.get())) {
         ++integer_ops;
+        fused_relus += l->relu;
         CHECK(l->integer_output == (integer_ops < 4));
       }
     }
     CHECK(integer_ops == 4);
+    CHECK(fused_relus >= 2);
     CHECK(engine.parity_points.size() == 4);
 
     const auto report = xq::deploy::parity(qat, engine, test.inputs, &test.targets, 64);
@@ -648,12 +647,8 @@ TEST_CASE("lower: a folded-BN QAT CNN computes the simulation's integers", "[dep
     CHECK(report.same_top1_share() >= (float_bias ? 0.995 : 0.97));
     CHECK(std::fabs(report.engine_accuracy() - report.simulated_accuracy()) <= 0.02);
 
-    // The fast kernels give exactly the reference kernels' integers.
-    xq::deploy::run_options ref;
-    ref.reference_kernels = true;
-    const xq::tensor a = engine.run(test.inputs, ref), b = engine.run(test.inputs);
-    const bool same = a == b;
-    CHECK(same);
+    // The fast kernels give exactly the reference kernels' integers, on every instruction set.
+    CHECK(deploy_test::fast_kernels_match_reference(engine, test.inputs));
   }
   xq::deploy::lower_options bad;
   bad.requant = requantization::tflite_double_rounding;
@@ -681,6 +676,7 @@ TEST_CASE("lower: a separable convolution is its depthwise and pointwise integer
     CHECK(row.max_steps <= 1);
   }
   CHECK(report.same_top1_share() >= 0.995);
+  CHECK(deploy_test::fast_kernels_match_reference(engine, test.inputs));
   check_saves_and_loads(engine, test.inputs, "separable.xqi");
 }
 
@@ -707,10 +703,7 @@ TEST_CASE("lower: the binarized network computes XNOR-popcount and agrees with L
   for (const auto& row : report.rows) CHECK(row.share() == 1.0);
   CHECK(report.same_top1_share() == 1.0);
   CHECK(report.max_output_difference <= 1e-4);
-  xq::deploy::run_options ref;
-  ref.reference_kernels = true;
-  const bool same = engine.run(test.inputs, ref) == engine.run(test.inputs);
-  CHECK(same);
+  CHECK(deploy_test::fast_kernels_match_reference(engine, test.inputs));
   check_slices(engine, test.inputs);
   check_saves_and_loads(engine, test.inputs, "bnn.xqi");
 }
@@ -803,6 +796,7 @@ TEST_CASE("lower: the correlation (cost volume) is an engine op, on integers or 
     }
     check_saves_and_loads(engine, t, "correlation.xqi");
     check_slices(engine, t);
+    CHECK(deploy_test::fast_kernels_match_reference(engine, t));
   }
 }
 

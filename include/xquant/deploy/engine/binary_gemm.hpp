@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "../../config.hpp"
+#include "../../kernels/cpu_features.hpp"
 
 // Word operations (m * n * words) from which binary_gemm (and the binary convolutions of
 // engine_kernels.hpp) use more than one thread: 1Mi, about 0.2 ms of this kernel on one
@@ -30,9 +31,14 @@ namespace xq::deploy {
 XQ_DECL void binary_gemm_reference(std::size_t m, std::size_t n, std::size_t words, std::int32_t k,
                                    const std::uint64_t* a, const std::uint64_t* b, std::int32_t* c);
 
-/// The fast kernel: the same integers. With AVX2, Mula's nibble-lookup popcount (VPSHUFB)
-/// on nibble-split operands, 2 x 16 tiles of C, B repacked per call (binary_gemm.ipp);
-/// portable: XOR-POPCNT on 64-bit words. Threads (OpenMP) over blocks of 64 rows when m * n * words >=
+/// The kernel binary_gemm uses now: the best this CPU runs within the cap
+/// (kernels/cpu_features.hpp): avx512_vpopcntdq, avx2 or portable.
+XQ_DECL kernels::cpu_isa binary_gemm_isa() noexcept;
+
+/// The fast kernel: the same integers, chosen at run time (binary_gemm_isa). With AVX-512
+/// VPOPCNTDQ, XOR + VPOPCNTQ on 8 columns per vector, 6 x 16 tiles; with AVX2, Mula's
+/// nibble-lookup popcount (VPSHUFB) on nibble-split operands, 2 x 16 tiles of C; B
+/// repacked per call (binary_gemm.ipp); portable: XOR-POPCNT on 64-bit words. Threads (OpenMP) over blocks of 64 rows when m * n * words >=
 /// XQ_BINARY_GEMM_PARALLEL_THRESHOLD.
 XQ_DECL void binary_gemm(std::size_t m, std::size_t n, std::size_t words, std::int32_t k, const std::uint64_t* a,
                          const std::uint64_t* b, std::int32_t* c);

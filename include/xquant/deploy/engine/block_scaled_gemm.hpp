@@ -40,10 +40,9 @@
 /// -std=c++17), so the scalar oracle's bits would depend on the build flags; an explicit
 /// fma is one rounding everywhere (VFMADD on the SIMD paths, std::fma in the scalar ones).
 ///
-/// Paths (compile-time, like integer_gemm.hpp): AVX-512 VNNI (`_mm512_dpbusd_epi32`,
-/// __AVX512VNNI__ with __AVX512BW__), AVX-VNNI (`_mm256_dpbusd_avx_epi32`, __AVXVNNI__),
-/// AVX2 (weights sign-extended to int16, VPMADDWD: exact 16-bit products and int32 pair
-/// sums; never VPMADDUBSW, whose int16 pair sums saturate at 255 * 128 * 2 > 32767) and a
+/// Paths (chosen at run time, like integer_gemm.hpp: block_scaled_gemm_isa): AVX-512 VNNI
+/// /// (`_mm512_dpbusd_epi32`), AVX-VNNI (`_mm256_dpbusd_avx_epi32`), AVX2 (weights
+/// sign-extended to int16, VPMADDWD: exact 16-bit products and int32 pair sums; never VPMADDUBSW, whose int16 pair sums saturate at 255 * 128 * 2 > 32767) and a
 /// portable loop. Threads (OpenMP) over (block of 64 rows, panel of 16 columns) items when
 /// m * n * K >= XQ_INTEGER_GEMM_PARALLEL_THRESHOLD; each entry of C is computed by one tile
 /// whatever the split, so the bits do not depend on the thread count.
@@ -157,6 +156,10 @@ class packed_block_scaled_matrix {
 XQ_DECL void block_scaled_gemm_reference(std::size_t m, std::size_t n, std::size_t k, std::size_t block,
                                          const block_scaled_activations& a, const std::int8_t* w, const float* sb,
                                          float* c);
+
+/// The kernel block_scaled_gemm uses now: the best this CPU runs within the cap
+/// (kernels/cpu_features.hpp): avx512_vnni, avx_vnni, avx2 or portable.
+XQ_DECL kernels::cpu_isa block_scaled_gemm_isa() noexcept;
 
 /// The kernel: C (m x w.cols(), row-major) from activations of K = w.rows() codes per row.
 /// The same bits as block_scaled_gemm_reference on every path and thread count.

@@ -94,15 +94,16 @@ XQ_DECL void apply_epilogue(const linear_epilogue& e, const std::int32_t* acc, s
                             std::size_t channels, std::int16_t* integer_out, float* real_out);
 
 /// A conv2d kernel (KH, KW, C, F) packed for conv2d_nhwc_s16: K in (kh, kw, c) order with
-/// one zero row after each window row when KW * C is odd (every window row then a whole
-/// number of VPMADDWD pairs). For integer_linear_op::prepare's conv2d form.
+/// zero rows after each window row up to a multiple of 4 (every window row then a whole
+/// number of VPMADDWD pairs and VPDPBUSD quads). For integer_linear_op::prepare's conv2d form.
 XQ_DECL packed_s16_matrix pack_conv2d_weights_s16(const std::int16_t* kernel, std::size_t kh, std::size_t kw,
                                                   std::size_t c, std::size_t f);
 
 /// integer_linear_op's conv2d form in one call: for the NHWC batch x (n, h, w, c) of
 /// centred int16 and a kernel from pack_conv2d_weights_s16, bias (F int32, or null) + the
 /// convolution's sums + the epilogue. No column matrix: the GEMM tiles read each output
-/// pixel's window rows from the (zero-padded, once) image, a chunk of output pixels at a
+/// pixel's window rows from the (zero-padded, once; shifted to u8 for VPDPBUSD) image, with
+/// the kernel integer_product_isa picks at run time, a chunk of output pixels at a
 /// time so that its sums stay in L2 until the epilogue; chunks over threads for enough
 /// work (XQ_INTEGER_GEMM_PARALLEL_THRESHOLD multiply-adds). A dilated window's rows are
 /// not contiguous: there, im2col chunk by chunk. Writes n*oh*ow*F values to integer_out

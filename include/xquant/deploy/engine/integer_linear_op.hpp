@@ -42,6 +42,10 @@ class integer_linear_op final : public lowered_op {
   requantizer requant;                 ///< integer output with an int32 bias
   float out_scale = 1.0f;
   std::int32_t out_zero_point = 0, out_qmin = -128, out_qmax = 127;
+  /// A ReLU after it, fused by the lowering: integer outputs saturate to
+  /// [max(out_qmin, out_zero_point), out_qmax], which is max(q - zp, 0) of the requantized
+  /// value exactly (relu_op's arithmetic), without a pass of its own.
+  bool relu = false;
   std::vector<float> real_scale, real_bias;  ///< real output and the float-bias epilogue (s_in * s_w[c], b[c])
   XQ_DECL const char* kind() const noexcept override;
   /// Packs the weights (after they are set), and notes their largest magnitude for the rule.

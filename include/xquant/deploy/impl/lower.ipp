@@ -92,6 +92,7 @@ class lowering {
       (k == 0 ? model_.output_value : model_.other_output_values.emplace_back()) = value(g_.outputs[k]);
     model_.value_count = meta_.size();
     fuse_unit_conv_pools();
+    fuse_linear_relus();
     return std::move(model_);
   }
 
@@ -890,6 +891,28 @@ class lowering {
       conv->pool = pool->geometry;
       conv->output = pool->output;
       conv->path += " + " + pool->path;
+      ops.erase(ops.begin() + std::ptrdiff_t(reader));
+    }
+  }
+
+  /// An integer conv or dense layer whose output only a ReLU reads saturates at its zero
+  /// point instead (integer_linear_op::relu): the same integers without the ReLU's pass.
+  void fuse_linear_relus() {
+    auto& ops = model_.ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      auto* linear = dynamic_cast<integer_linear_op*>(ops[i].get());
+      if (!linear || !linear->integer_output || linear->relu || is_model_output(linear->output)) continue;
+      if (linear->out_zero_point < linear->out_qmin || linear->out_zero_point > linear->out_qmax) continue;
+      std::size_t readers = 0, reader = 0;
+      for (std::size_t j = i + 1; j < ops.size(); ++j)
+        for (std::size_t in : ops[j]->inputs)
+          if (in == linear->output) ++readers, reader = j;
+      bool observed = false;  // a parity point reads it
+      for (const parity_point& p : model_.parity_points) observed = observed || p.value == linear->output;
+      if (readers != 1 || observed || !dynamic_cast<const relu_op*>(ops[reader].get())) continue;
+      linear->relu = true;
+      linear->output = ops[reader]->output;
+      linear->path += " + " + ops[reader]->path;
       ops.erase(ops.begin() + std::ptrdiff_t(reader));
     }
   }

@@ -12,6 +12,11 @@
 /// (measured 1.5x faster on Zen 3, whose VPSHUFB, shifts and broadcasts share two pipes).
 /// The byte counters take at most 31 words (31 * 8 = 248 < 256), then VPSADBW sums them
 /// per 64-bit lane. A tile is 2 rows x 16 columns (8 byte counters in registers).
+///
+/// With AVX-512 VPOPCNTDQ the count is one instruction: a 512-bit vector holds word w of 8
+/// consecutive columns, and per word XOR, VPOPCNTQ and an add into 64-bit counters give 8
+/// columns' counts; a tile is 6 rows x 16 columns. The kernel is chosen at run time
+/// (binary_gemm_isa, kernels/cpu_features.hpp); all give the reference's integers.
 
 #include <algorithm>
 #include <cstddef>
@@ -19,10 +24,11 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX2__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
+#include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
 #include "../binary_gemm.hpp"
 #include "integer_gemm.ipp"  // detail::unrolled
@@ -88,7 +94,9 @@ inline void binary_gemm_rows_popcnt(std::size_t i0, std::size_t i1, std::size_t 
   }
 }
 
-#if defined(__AVX2__)
+#if XQ_ISA_COMPILED(avx2)
+XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx2)
+namespace avx2_binary {
 
 /// Columns per panel of the AVX2 kernel (four vectors of four words), rows per tile.
 constexpr std::size_t binary_panel_width = 16, binary_tile_rows = 2;
@@ -204,9 +212,97 @@ inline void binary_gemm_rows_avx2(std::size_t i0, std::size_t i1, std::size_t n,
   }
 }
 
+}  // namespace avx2_binary
+XQ_ISA_REGION_END
+#endif
+
+#if XQ_ISA_COMPILED(avx512_vpopcntdq)
+XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx512_vpopcntdq)
+namespace avx512_binary {
+
+/// Columns per vector (8 words of 64 bits), vectors per tile row, rows per tile.
+constexpr std::size_t lanes = 8, vectors = 2, tile_rows = 6, width = lanes * vectors;
+
+/// B (n rows of `words` words) as panels of 8 columns: panel p, word w at
+/// [(p * words + w) * 8 + j]; columns past n all-zero (dropped).
+inline std::vector<std::uint64_t> pack_columns(const std::uint64_t* b, std::size_t n, std::size_t words) {
+  const std::size_t panels = (n + lanes - 1) / lanes;
+  std::vector<std::uint64_t> packed(panels * words * lanes, 0);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t w = 0; w < words; ++w) packed[((j / lanes) * words + w) * lanes + j % lanes] = b[j * words + w];
+  return packed;
+}
+
+/// Rows x `Vectors` panels: per word, a broadcast of A's word, then XOR, VPOPCNTQ and a
+/// 64-bit add per panel. Writes the first `cols` columns of each row.
+template <std::size_t Rows, std::size_t Vectors>
+void tile(const std::uint64_t* const* a, std::size_t words, std::int32_t k, const std::uint64_t* panels,
+          std::int32_t* c, std::size_t ldc, std::size_t cols) {
+  __m512i counts[Rows][Vectors];
+  unrolled<Rows>([&](auto r) { unrolled<Vectors>([&](auto v) { counts[r][v] = _mm512_setzero_si512(); }); });
+  const std::size_t panel_words = words * lanes;
+  for (std::size_t w = 0; w < words; ++w) {
+    __m512i bv[Vectors];
+    unrolled<Vectors>([&](auto v) { bv[v] = _mm512_loadu_si512(panels + v * panel_words + w * lanes); });
+    unrolled<Rows>([&](auto r) {
+      const __m512i x = _mm512_set1_epi64(static_cast<long long>(a[r][w]));
+      unrolled<Vectors>([&](auto v) {
+        counts[r][v] = _mm512_add_epi64(counts[r][v], _mm512_popcnt_epi64(_mm512_xor_si512(x, bv[v])));
+      });
+    });
+  }
+  const __m256i kv = _mm256_set1_epi32(k);
+  unrolled<Rows>([&](auto r) {
+    unrolled<Vectors>([&](auto v) {
+      const std::size_t first = v * lanes;
+      if (first >= cols) return;
+      const __m256i differ = _mm512_cvtepi64_epi32(counts[r][v]);  // each count <= 64 * words < 2^31
+      const __m256i out = _mm256_sub_epi32(kv, _mm256_add_epi32(differ, differ));  // k - 2 * differ
+      _mm256_mask_storeu_epi32(c + r * ldc + first, __mmask8((1u << std::min(lanes, cols - first)) - 1u), out);
+    });
+  });
+}
+
+/// Rows [i0, i1) of C, panel pair by panel pair.
+inline void rows(std::size_t i0, std::size_t i1, std::size_t n, std::size_t words, std::int32_t k,
+                 const std::uint64_t* a, const std::uint64_t* packed, std::int32_t* c) {
+  const std::size_t panels = (n + lanes - 1) / lanes;
+  for (std::size_t p = 0; p < panels; p += vectors) {
+    const std::uint64_t* panel = packed + p * words * lanes;
+    const std::size_t j = p * lanes, cols = std::min(width, n - j);
+    const bool whole = p + vectors <= panels;
+    std::size_t i = i0;
+    const std::uint64_t* rows_at[tile_rows];
+    for (; i + tile_rows <= i1; i += tile_rows) {
+      for (std::size_t r = 0; r < tile_rows; ++r) rows_at[r] = a + (i + r) * words;
+      if (whole)
+        tile<tile_rows, vectors>(rows_at, words, k, panel, c + i * n + j, n, cols);
+      else
+        tile<tile_rows, 1>(rows_at, words, k, panel, c + i * n + j, n, cols);
+    }
+    for (; i < i1; ++i) {
+      rows_at[0] = a + i * words;
+      if (whole)
+        tile<1, vectors>(rows_at, words, k, panel, c + i * n + j, n, cols);
+      else
+        tile<1, 1>(rows_at, words, k, panel, c + i * n + j, n, cols);
+    }
+  }
+}
+
+}  // namespace avx512_binary
+XQ_ISA_REGION_END
 #endif
 
 }  // namespace detail
+
+XQ_DECL kernels::cpu_isa binary_gemm_isa() noexcept {
+  using kernels::cpu_isa;
+  const auto usable = [](cpu_isa isa) { return int(isa) <= int(kernels::isa_cap()) && kernels::cpu().has(isa); };
+  if (XQ_ISA_COMPILED(avx512_vpopcntdq) && usable(cpu_isa::avx512_vpopcntdq)) return cpu_isa::avx512_vpopcntdq;
+  if (XQ_ISA_COMPILED(avx2) && usable(cpu_isa::avx2)) return cpu_isa::avx2;
+  return cpu_isa::portable;
+}
 
 XQ_DECL void binary_gemm(std::size_t m, std::size_t n, std::size_t words, std::int32_t k, const std::uint64_t* a,
                          const std::uint64_t* b, std::int32_t* c) {
@@ -217,16 +313,29 @@ XQ_DECL void binary_gemm(std::size_t m, std::size_t n, std::size_t words, std::i
   const std::size_t blocks = (m + block - 1) / block;
   const bool worth_it = double(m) * double(n) * double(words) >= double(XQ_BINARY_GEMM_PARALLEL_THRESHOLD);
   const int threads = worth_it && blocks > 1 ? kernels::max_threads() : 1;
-#if defined(__AVX2__)
-  const std::vector<std::uint64_t> packed = detail::pack_binary_columns(b, n, words);
-  kernels::parallel_chunks(threads, blocks, 1, [&](std::size_t b0, std::size_t b1) {
-    detail::binary_gemm_rows_avx2(b0 * block, std::min(m, b1 * block), n, words, k, a, packed.data(), c);
-  });
-#else
+  const kernels::cpu_isa isa = binary_gemm_isa();
+#if XQ_ISA_COMPILED(avx512_vpopcntdq)
+  if (isa == kernels::cpu_isa::avx512_vpopcntdq) {
+    const std::vector<std::uint64_t> packed = detail::avx512_binary::pack_columns(b, n, words);
+    kernels::parallel_chunks(threads, blocks, 1, [&](std::size_t b0, std::size_t b1) {
+      detail::avx512_binary::rows(b0 * block, std::min(m, b1 * block), n, words, k, a, packed.data(), c);
+    });
+    return;
+  }
+#endif
+#if XQ_ISA_COMPILED(avx2)
+  if (isa == kernels::cpu_isa::avx2) {
+    const std::vector<std::uint64_t> packed = detail::avx2_binary::pack_binary_columns(b, n, words);
+    kernels::parallel_chunks(threads, blocks, 1, [&](std::size_t b0, std::size_t b1) {
+      detail::avx2_binary::binary_gemm_rows_avx2(b0 * block, std::min(m, b1 * block), n, words, k, a, packed.data(), c);
+    });
+    return;
+  }
+#endif
+  (void)isa;
   kernels::parallel_chunks(threads, blocks, 1, [&](std::size_t b0, std::size_t b1) {
     detail::binary_gemm_rows_popcnt(b0 * block, std::min(m, b1 * block), n, words, k, a, b, c);
   });
-#endif
 }
 
 }  // namespace xq::deploy

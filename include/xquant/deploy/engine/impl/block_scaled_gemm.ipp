@@ -35,10 +35,11 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX2__) || defined(__AVX512F__) || defined(__AVXVNNI__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
+#include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
 #include "../block_scaled_gemm.hpp"
 
@@ -72,15 +73,6 @@ inline int block_element_code(block_element kind, int v) noexcept {
   return -1;
 }
 
-/// Calls f(0), ..., f(Count - 1) unrolled: the tile's accumulators must stay registers.
-template <class F, std::size_t... I>
-XQ_ALWAYS_INLINE void block_unrolled(F&& f, std::index_sequence<I...>) {
-  (f(std::integral_constant<std::size_t, I>{}), ...);
-}
-template <std::size_t Count, class F>
-XQ_ALWAYS_INLINE void block_unrolled(F&& f) {
-  block_unrolled(f, std::make_index_sequence<Count>{});
-}
 
 /// a[0..count) (count < 4 at the end of K) as the low bytes of an int32, the rest zero:
 /// the padded rows of W are zero, but a must not be read past its end.
@@ -96,12 +88,20 @@ XQ_ALWAYS_INLINE std::int32_t load_codes4(const std::uint8_t* a) {
 }
 
 // ---- one policy per mechanism: accumulate 16 columns x 4 k, fold a block into floats ----
+// Each in its own namespace and ISA region with the tile (block_scaled_tile.ipp); the
+// kernel is chosen at run time (block_scaled_gemm_isa). A policy has tile_rows, acc_type,
+// weights_type, decoder, zero(), load_s8(), load_s4(), dot() and fold().
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+/// Rows per block of the threaded split: a block's rows of A are read once per panel, so
+/// they should stay in L1/L2 (64 rows of K = 512 codes: 32 KiB).
+constexpr std::size_t block_scaled_block_rows = 64;
 
+#if XQ_ISA_COMPILED(avx512_vnni)
+XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx512_vnni)
+namespace block_scaled_avx512_vnni {
 /// AVX-512 VNNI: one zmm of 16 int32 per row; VPDPBUSD (u8 x s8, four products per lane,
 /// added without saturation: VPDPBUSDS is the saturating one).
-struct vnni512_policy {
+struct policy {
   static constexpr std::size_t tile_rows = 8;
   using acc_type = __m512i;
   using weights_type = __m512i;
@@ -128,12 +128,16 @@ struct vnni512_policy {
     _mm512_storeu_ps(acc, _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(d), _mm512_loadu_ps(acc)));
   }
 };
-using block_scaled_policy = vnni512_policy;
+#include "block_scaled_tile.ipp"
+}  // namespace block_scaled_avx512_vnni
+XQ_ISA_REGION_END
+#endif
 
-#elif defined(__AVXVNNI__)
-
+#if XQ_ISA_COMPILED(avx_vnni)
+XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx_vnni)
+namespace block_scaled_avx_vnni {
 /// AVX-VNNI: two ymm of 8 int32 per row; the VEX VPDPBUSD.
-struct vnni256_policy {
+struct policy {
   static constexpr std::size_t tile_rows = 4;
   struct acc_type { __m256i v[2]; };
   struct weights_type { __m256i v[2]; };
@@ -172,17 +176,21 @@ struct vnni256_policy {
     }
   }
 };
-using block_scaled_policy = vnni256_policy;
+#include "block_scaled_tile.ipp"
+}  // namespace block_scaled_avx_vnni
+XQ_ISA_REGION_END
+#endif
 
-#elif defined(__AVX2__)
-
+#if XQ_ISA_COMPILED(avx2)
+XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx2)
+namespace block_scaled_avx2 {
 /// AVX2 without VNNI: the weights sign-extended to int16 and the codes zero-extended, then
 /// VPMADDWD (exact products, exact int32 pair sums). Not VPMADDUBSW: it would take the u8
 /// and s8 directly, but its int16 pair sums saturate (2 x 255 x 128 = 65280 > 32767),
 /// the error of onnxruntime's and oneDNN's non-VNNI int8 kernels. Each row keeps 4 ymm of
 /// half sums (k 0+1 and k 2+3 of each group, per column), added pairwise (VPHADDD, which
 /// wraps like every other add here) once per block.
-struct avx2_policy {
+struct policy {
   static constexpr std::size_t tile_rows = 2;
   struct acc_type { __m256i v[4]; };
   struct weights_type { __m256i v[4]; };
@@ -237,23 +245,18 @@ struct avx2_policy {
       const __m256i cs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(colsum + 8 * q));
       const __m256i d = _mm256_sub_epi32(sums, _mm256_mullo_epi32(z, cs));
       const __m256 scale = _mm256_mul_ps(a, _mm256_loadu_ps(sb + 8 * q));
-#if defined(__FMA__)
       _mm256_storeu_ps(acc + 8 * q, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(d), _mm256_loadu_ps(acc + 8 * q)));
-#else
-      alignas(32) float sv[8], dv[8];
-      _mm256_store_ps(sv, scale);
-      _mm256_store_ps(dv, _mm256_cvtepi32_ps(d));
-      for (int j = 0; j < 8; ++j) acc[8 * q + j] = std::fma(sv[j], dv[j], acc[8 * q + j]);
-#endif
     }
   }
 };
-using block_scaled_policy = avx2_policy;
+#include "block_scaled_tile.ipp"
+}  // namespace block_scaled_avx2
+XQ_ISA_REGION_END
+#endif
 
-#else
-
+namespace block_scaled_portable {
 /// Portable: plain int32 loops on the packed panel (compilers vectorize the 16 columns).
-struct portable_block_policy {
+struct policy {
   static constexpr std::size_t tile_rows = 4;
   struct acc_type { std::int32_t v[16]; };
   struct weights_type { std::int8_t v[64]; };
@@ -288,112 +291,8 @@ struct portable_block_policy {
     }
   }
 };
-using block_scaled_policy = portable_block_policy;
-
-#endif
-
-/// Rows [i0, i0 + Rows) x one panel of C: every block of K, in order.
-template <class Policy, std::size_t Rows>
-void block_scaled_tile(const block_scaled_activations& a, std::size_t i0, const packed_block_scaled_matrix& w,
-                       std::size_t panel, float* c, std::size_t ldc, std::size_t cols) {
-  constexpr std::size_t width = packed_block_scaled_matrix::panel_width;
-  using acc_type = typename Policy::acc_type;
-  using weights_type = typename Policy::weights_type;
-  const std::size_t k = w.rows(), block = w.block(), blocks = w.blocks(), padded_n = w.panels() * width;
-  const std::uint8_t* wp = w.data().data() + panel * w.panel_bytes();
-  const std::int32_t* colsums = w.column_sums().data() + panel * width;
-  const float* sbs = w.scales().data() + panel * width;
-  const bool four_bit = w.kind() != block_element::int8;
-  const typename Policy::decoder decoder(block_element_table(w.kind()));
-
-  const std::uint8_t* rows[Rows];
-  std::int32_t za[Rows];
-  const float* sa[Rows];
-  for (std::size_t r = 0; r < Rows; ++r) {
-    rows[r] = a.codes + (i0 + r) * a.ld;
-    za[r] = a.zero_points ? a.zero_points[i0 + r] : 0;
-    sa[r] = a.scales + (i0 + r) * a.scale_row_stride;
-  }
-  alignas(64) float acc[Rows][width] = {};
-
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const std::size_t k0 = b * block, k1 = std::min(k, k0 + block);
-    acc_type s[Rows];
-    block_unrolled<Rows>([&](auto r) { s[r] = Policy::zero(); });
-    if (!four_bit) {
-      std::size_t g = k0 / 4;
-      for (; g < k1 / 4; ++g) {  // whole groups (block is a multiple of 4)
-        const weights_type wv = Policy::load_s8(wp + g * 64);
-        block_unrolled<Rows>([&](auto r) { Policy::dot(s[r], load_codes4(rows[r] + 4 * g), wv); });
-      }
-      if (k1 % 4) {  // the end of K
-        const weights_type wv = Policy::load_s8(wp + g * 64);
-        block_unrolled<Rows>([&](auto r) { Policy::dot(s[r], load_codes4(rows[r] + 4 * g, k1 - 4 * g), wv); });
-      }
-    } else {
-      std::size_t h = k0 / 8;
-      for (; h < k1 / 8; ++h) {  // whole pairs of groups (block is a multiple of 8)
-        weights_type lo, hi;
-        Policy::load_s4(decoder, wp + h * 64, lo, hi);
-        block_unrolled<Rows>([&](auto r) {
-          Policy::dot(s[r], load_codes4(rows[r] + 8 * h), lo);
-          Policy::dot(s[r], load_codes4(rows[r] + 8 * h + 4), hi);
-        });
-      }
-      if (k1 % 8) {
-        const std::size_t left = k1 - 8 * h;  // 1..7
-        weights_type lo, hi;
-        Policy::load_s4(decoder, wp + h * 64, lo, hi);
-        block_unrolled<Rows>([&](auto r) {
-          Policy::dot(s[r], load_codes4(rows[r] + 8 * h, std::min<std::size_t>(left, 4)), lo);
-          if (left > 4) Policy::dot(s[r], load_codes4(rows[r] + 8 * h + 4, left - 4), hi);
-        });
-      }
-    }
-    const std::int32_t* colsum = colsums + b * padded_n;
-    const float* sb = sbs + b * padded_n;
-    block_unrolled<Rows>([&](auto r) {
-      Policy::fold(s[r], za[r], colsum, sa[r][b * a.scale_block_stride], sb, acc[r]);
-    });
-  }
-  for (std::size_t r = 0; r < Rows; ++r) std::memcpy(c + (i0 + r) * ldc, acc[r], cols * sizeof(float));
-}
-
-/// The last `rows` (< the tile's) rows: one tile of exactly that height.
-template <class Policy, std::size_t Rows>
-void block_scaled_last_rows(std::size_t rows, const block_scaled_activations& a, std::size_t i0,
-                            const packed_block_scaled_matrix& w, std::size_t panel, float* c, std::size_t ldc,
-                            std::size_t cols) {
-  if constexpr (Rows > 0) {
-    if (rows == Rows) block_scaled_tile<Policy, Rows>(a, i0, w, panel, c, ldc, cols);
-    else block_scaled_last_rows<Policy, Rows - 1>(rows, a, i0, w, panel, c, ldc, cols);
-  } else {
-    (void)rows, (void)a, (void)i0, (void)w, (void)panel, (void)c, (void)ldc, (void)cols;
-  }
-}
-
-/// Rows per block of the threaded split: a block's rows of A are read once per panel, so
-/// they should stay in L1/L2 (64 rows of K = 512 codes: 32 KiB).
-constexpr std::size_t block_scaled_block_rows = 64;
-
-/// Items [t0, t1) of C: item t is row block t / panels, panel t % panels.
-inline void block_scaled_gemm_items(std::size_t t0, std::size_t t1, std::size_t m,
-                                    const block_scaled_activations& a, const packed_block_scaled_matrix& w,
-                                    float* c) {
-  using policy = block_scaled_policy;
-  constexpr std::size_t tile = policy::tile_rows, width = packed_block_scaled_matrix::panel_width;
-  static_assert(block_scaled_block_rows % tile == 0, "xquant: a row block must hold whole tiles");
-  const std::size_t n = w.cols(), panels = w.panels();
-  for (std::size_t t = t0; t < t1; ++t) {
-    const std::size_t ib = (t / panels) * block_scaled_block_rows, panel = t % panels;
-    const std::size_t ie = std::min(m, ib + block_scaled_block_rows);
-    const std::size_t j = panel * width, cols = std::min(width, n - j);
-    float* cp = c + j;
-    std::size_t i = ib;
-    for (; i + tile <= ie; i += tile) block_scaled_tile<policy, tile>(a, i, w, panel, cp, n, cols);
-    block_scaled_last_rows<policy, tile - 1>(ie - i, a, i, w, panel, cp, n, cols);
-  }
-}
+#include "block_scaled_tile.ipp"
+}  // namespace block_scaled_portable
 
 }  // namespace detail
 
@@ -511,6 +410,15 @@ XQ_DECL void block_scaled_gemm_reference(std::size_t m, std::size_t n, std::size
   }
 }
 
+XQ_DECL kernels::cpu_isa block_scaled_gemm_isa() noexcept {
+  using kernels::cpu_isa;
+  const auto usable = [](cpu_isa isa) { return int(isa) <= int(kernels::isa_cap()) && kernels::cpu().has(isa); };
+  if (XQ_ISA_COMPILED(avx512_vnni) && usable(cpu_isa::avx512_vnni)) return cpu_isa::avx512_vnni;
+  if (XQ_ISA_COMPILED(avx_vnni) && usable(cpu_isa::avx_vnni)) return cpu_isa::avx_vnni;
+  if (XQ_ISA_COMPILED(avx2) && usable(cpu_isa::avx2)) return cpu_isa::avx2;
+  return cpu_isa::portable;
+}
+
 XQ_DECL void block_scaled_gemm(std::size_t m, const block_scaled_activations& a, const packed_block_scaled_matrix& w,
                                float* c) {
   const std::size_t n = w.cols(), k = w.rows();
@@ -536,8 +444,19 @@ XQ_DECL void block_scaled_gemm(std::size_t m, const block_scaled_activations& a,
   const std::size_t items = row_blocks * w.panels();
   const bool worth_it = double(m) * double(n) * double(k) >= double(XQ_INTEGER_GEMM_PARALLEL_THRESHOLD);
   const int threads = worth_it && items > 1 ? kernels::max_threads() : 1;
+  const kernels::cpu_isa isa = block_scaled_gemm_isa();
   kernels::parallel_chunks(threads, items, 1, [&](std::size_t t0, std::size_t t1) {
-    detail::block_scaled_gemm_items(t0, t1, m, a, w, c);
+#if XQ_ISA_COMPILED(avx512_vnni)
+    if (isa == kernels::cpu_isa::avx512_vnni) return detail::block_scaled_avx512_vnni::block_scaled_gemm_items(t0, t1, m, a, w, c);
+#endif
+#if XQ_ISA_COMPILED(avx_vnni)
+    if (isa == kernels::cpu_isa::avx_vnni) return detail::block_scaled_avx_vnni::block_scaled_gemm_items(t0, t1, m, a, w, c);
+#endif
+#if XQ_ISA_COMPILED(avx2)
+    if (isa == kernels::cpu_isa::avx2) return detail::block_scaled_avx2::block_scaled_gemm_items(t0, t1, m, a, w, c);
+#endif
+    (void)isa;
+    detail::block_scaled_portable::block_scaled_gemm_items(t0, t1, m, a, w, c);
   });
 }
 

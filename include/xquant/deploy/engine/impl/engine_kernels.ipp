@@ -17,6 +17,7 @@
 #endif
 
 #include "../../../core/error.hpp"
+#include "../../../kernels/cpu_features.hpp"
 #include "../../../kernels/parallel.hpp"
 #include "../../../kernels/threads.hpp"
 #include "../engine_kernels.hpp"
@@ -291,71 +292,22 @@ XQ_DECL void apply_epilogue(const linear_epilogue& e, const std::int32_t* acc, s
 namespace detail {
 
 /// The convolution's order of K (pack_conv2d_weights_s16): window row u's KW * C values
-/// at [u * run, u * run + KW * C), then one zero when KW * C is odd (run = KW * C rounded
-/// up to even), so every window row is a whole number of VPMADDWD pairs.
+/// at [u * run, u * run + KW * C), then zeros up to run = KW * C rounded up to a multiple
+/// of 4, so every window row is a whole number of VPMADDWD pairs and of VPDPBUSD quads.
 inline std::size_t conv_run(const window_geometry& g, std::size_t c) {
   const std::size_t r = g.window[1] * c;
-  return r + r % 2;
-}
-
-/// A tile of the convolution's GEMM straight from the (padded) image: A row r is
-/// `segments` runs of 2 * pairs values at a[r] + s * segment_stride (window row s of
-/// output pixel r), B packed in the same order. The GEMM tile of integer_gemm.ipp with the
-/// column matrix's addresses computed instead of stored.
-template <std::size_t Rows>
-void conv_tile(const std::int16_t* const* a, std::size_t segments, std::size_t segment_stride, std::size_t pairs,
-               const std::int16_t* w, const std::int32_t* bias16, std::int32_t* c, std::size_t ldc,
-               std::size_t cols) {
-#if defined(__AVX2__)
-  __m256i acc[Rows][2];
-  const __m256i bias_lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(bias16));
-  const __m256i bias_hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(bias16 + 8));
-  unrolled<Rows>([&](auto r) {
-    acc[r][0] = bias_lo;
-    acc[r][1] = bias_hi;
-  });
-  const __m256i* wp = reinterpret_cast<const __m256i*>(w);
-  for (std::size_t s = 0; s < segments; ++s) {
-    const std::size_t offset = s * segment_stride;
-    for (std::size_t p = 0; p < pairs; ++p, wp += 2) {
-      const __m256i b0 = _mm256_loadu_si256(wp), b1 = _mm256_loadu_si256(wp + 1);
-      unrolled<Rows>([&](auto r) {
-        const __m256i x = broadcast_pair(a[r] + offset + 2 * p);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(x, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(x, b1));
-      });
-    }
-  }
-  store_tile<Rows>(acc, c, ldc, cols);
-#else
-  std::uint32_t acc[Rows][16];
-  for (std::size_t r = 0; r < Rows; ++r)
-    for (std::size_t j = 0; j < 16; ++j) acc[r][j] = std::uint32_t(bias16[j]);
-  const std::int16_t* wp = w;
-  for (std::size_t s = 0; s < segments; ++s)
-    for (std::size_t p = 0; p < pairs; ++p, wp += 32)
-      for (std::size_t r = 0; r < Rows; ++r) {
-        const std::int32_t a0 = a[r][s * segment_stride + 2 * p], a1 = a[r][s * segment_stride + 2 * p + 1];
-        for (std::size_t j = 0; j < 16; ++j)
-          acc[r][j] += std::uint32_t(a0 * std::int32_t(wp[2 * j])) + std::uint32_t(a1 * std::int32_t(wp[2 * j + 1]));
-      }
-  for (std::size_t r = 0; r < Rows; ++r) {
-    std::int32_t row[16];
-    for (std::size_t j = 0; j < 16; ++j) row[j] = std::int32_t(acc[r][j]);
-    store_s32_row(c + r * ldc, row, cols);
-  }
-#endif
+  return (r + 3) / 4 * 4;
 }
 
 }  // namespace detail
 
 XQ_DECL packed_s16_matrix pack_conv2d_weights_s16(const std::int16_t* kernel, std::size_t kh, std::size_t kw,
                                                   std::size_t c, std::size_t f) {
-  const std::size_t run = kw * c, even = run + run % 2;
-  std::vector<std::int16_t> rows(kh * even * f, 0);
+  const std::size_t run = kw * c, padded = (run + 3) / 4 * 4;
+  std::vector<std::int16_t> rows(kh * padded * f, 0);
   for (std::size_t u = 0; u < kh; ++u)
-    std::copy(kernel + u * run * f, kernel + (u + 1) * run * f, rows.begin() + std::ptrdiff_t(u * even * f));
-  return packed_s16_matrix(rows.data(), kh * even, f);
+    std::copy(kernel + u * run * f, kernel + (u + 1) * run * f, rows.begin() + std::ptrdiff_t(u * padded * f));
+  return packed_s16_matrix(rows.data(), kh * padded, f);
 }
 
 XQ_DECL void conv2d_nhwc_s16(const std::int16_t* x, std::size_t n, std::size_t h, std::size_t w, std::size_t c,
@@ -369,8 +321,6 @@ XQ_DECL void conv2d_nhwc_s16(const std::int16_t* x, std::size_t n, std::size_t h
   if (rows == 0 || f == 0) return;
   const bool worth_it = double(rows) * double(f) * double(k) >= double(XQ_INTEGER_GEMM_PARALLEL_THRESHOLD);
   const int threads = worth_it ? kernels::max_threads() : 1;
-  const std::int16_t* data = weights.data().data();
-  const std::size_t panels = weights.panels(), pairs = weights.pairs(), width = packed_s16_matrix::panel_width;
 
   if (g.dilation[1] != 1) {  // window rows not contiguous in the image: im2col in chunks
     const std::size_t chunk = detail::chunk_rows(2 * k + 4 * f, 6, rows), chunks = (rows + chunk - 1) / chunk;
@@ -388,59 +338,84 @@ XQ_DECL void conv2d_nhwc_s16(const std::int16_t* x, std::size_t n, std::size_t h
     return;
   }
 
-  // The image with its padding, once (and one spare value: an odd run's zero-weighted
-  // partner may read one value past the last pixel).
+  // The kernel, and for VPDPBUSD the shift of the image's values (padding included) to u8.
   const std::size_t pt = g.pads[0], pl = g.pads[1];
   const std::size_t hp = h + pt + g.pads[2], wp = w + pl + g.pads[3];
-  std::vector<std::int16_t> padded;
-  const std::int16_t* image = x;
-  if (pt || pl || g.pads[2] || g.pads[3] || run != g.window[1] * c) {
-    padded.assign(n * hp * wp * c + 1, 0);
+  const bool padding = pt || pl || g.pads[2] || g.pads[3];
+  kernels::cpu_isa isa = integer_product_isa(weights.has_int8_form());
+  bool vnni = isa == kernels::cpu_isa::avx512_vnni || isa == kernels::cpu_isa::avx_vnni;
+  std::int32_t lo = 0;
+  if (vnni) {
+    const std::size_t values = n * h * w * c;
+    std::int32_t hi = padding || !values ? 0 : x[0];
+    lo = hi;
+    integer_value_range(isa, x, values, lo, hi);
+    if (hi - lo > 255) isa = integer_product_isa(false), vnni = false;
+  }
+  std::vector<std::int32_t> corrected;
+  if (vnni) {  // bias + lo * column sums, modulo 2^32 as the kernel's sums
+    corrected.resize(f);
+    for (std::size_t j = 0; j < f; ++j)
+      corrected[j] = std::int32_t(std::uint32_t(bias ? bias[j] : 0) + std::uint32_t(lo) * std::uint32_t(weights.column_sums()[j]));
+    bias = corrected.data();
+  }
+
+  // The image with its padding, once, and three spare values: a window row's last group
+  // may read up to three values past it (their weights are zero).
+  const auto padded_image = [&](auto fill, auto copy_row) {
+    using T = decltype(fill);
+    std::vector<T> image(n * hp * wp * c + 3, fill);
     detail::for_item_chunks(n, detail::engine_threads(n * hp * wp * c), [&](std::size_t b0, std::size_t b1) {
       for (std::size_t b = b0; b < b1; ++b)
         for (std::size_t y = 0; y < h; ++y)
-          std::copy(x + (b * h + y) * w * c, x + (b * h + y + 1) * w * c,
-                    padded.begin() + std::ptrdiff_t(((b * hp + y + pt) * wp + pl) * c));
+          copy_row(x + (b * h + y) * w * c, w * c, image.data() + ((b * hp + y + pt) * wp + pl) * c);
     });
-    image = padded.data();
+    return image;
+  };
+  std::vector<std::uint8_t> image_u8;
+  std::vector<std::int16_t> image_s16;
+  if (vnni) {
+    image_u8 = padded_image(std::uint8_t(-lo), [&](const std::int16_t* src, std::size_t count, std::uint8_t* dst) {
+      shift_to_u8(isa, src, count, lo, dst);
+    });
+  } else if (padding || run != g.window[1] * c) {
+    image_s16 = padded_image(std::int16_t(0), [](const std::int16_t* src, std::size_t count, std::int16_t* dst) {
+      std::copy(src, src + count, dst);
+    });
   }
-  const std::size_t segment_stride = g.dilation[0] * wp * c, segments = g.window[0], segment_pairs = run / 2;
-  constexpr std::size_t tile = detail::gemm_s16_tile_rows;
+  const std::int16_t* image16 = image_s16.empty() ? x : image_s16.data();
+
+  integer_operand shape;
+  shape.segments = g.window[0];
+  shape.segment_stride = g.dilation[0] * wp * c;
+  shape.groups = run / (vnni ? 4 : 2);
   // Chunks of output pixels: their sums (and the A rows a panel re-reads) stay in L2.
-  const std::size_t chunk = detail::chunk_rows(4 * f + 2 * k / 4, tile, rows), chunks = (rows + chunk - 1) / chunk;
+  const std::size_t chunk = detail::chunk_rows(4 * f + 2 * k / 4, 24, rows), chunks = (rows + chunk - 1) / chunk;
   kernels::parallel_chunks(chunks > 1 ? threads : 1, chunks, 1, [&](std::size_t c0, std::size_t c1) {
     std::vector<std::int32_t> acc(chunk * f);
-    std::vector<const std::int16_t*> starts(chunk);
+    std::vector<const std::uint8_t*> starts_u8(vnni ? chunk : 0);
+    std::vector<const std::int16_t*> starts_s16(vnni ? 0 : chunk);
     for (std::size_t q = c0; q < c1; ++q) {
-      const std::size_t first = q * chunk, last = std::min(rows, first + chunk), m = last - first;
+      const std::size_t first = q * chunk, last = std::min(rows, first + chunk);
       for (std::size_t r = first, b = first / (oh * ow), i = first % (oh * ow) / ow, j = first % ow; r < last; ++r) {
-        starts[r - first] = image + ((b * hp + i * g.strides[0]) * wp + j * g.strides[1]) * c;
+        const std::size_t at = ((b * hp + i * g.strides[0]) * wp + j * g.strides[1]) * c;
+        if (vnni)
+          starts_u8[r - first] = image_u8.data() + at;
+        else
+          starts_s16[r - first] = image16 + at;
         if (++j == ow) {
           j = 0;
           if (++i == oh) i = 0, ++b;
         }
       }
-      for (std::size_t panel = 0; panel < panels; ++panel) {
-        const std::int16_t* wpanel = data + panel * pairs * 2 * width;
-        const std::size_t j = panel * width, cols = std::min(width, f - j);
-        alignas(32) std::int32_t bias16[width] = {};
-        if (bias) std::copy(bias + j, bias + j + cols, bias16);
-        std::size_t i = 0;
-        for (; i + tile <= m; i += tile)
-          detail::conv_tile<tile>(starts.data() + i, segments, segment_stride, segment_pairs, wpanel, bias16,
-                                  acc.data() + i * f + j, f, cols);
-        const std::int16_t* const* a = starts.data() + i;
-        std::int32_t* out = acc.data() + i * f + j;
-        switch (m - i) {
-          case 1: detail::conv_tile<1>(a, segments, segment_stride, segment_pairs, wpanel, bias16, out, f, cols); break;
-          case 2: detail::conv_tile<2>(a, segments, segment_stride, segment_pairs, wpanel, bias16, out, f, cols); break;
-          case 3: detail::conv_tile<3>(a, segments, segment_stride, segment_pairs, wpanel, bias16, out, f, cols); break;
-          case 4: detail::conv_tile<4>(a, segments, segment_stride, segment_pairs, wpanel, bias16, out, f, cols); break;
-          case 5: detail::conv_tile<5>(a, segments, segment_stride, segment_pairs, wpanel, bias16, out, f, cols); break;
-          default: break;
-        }
-      }
-      apply_epilogue(e, acc.data(), m, f, integer_out ? integer_out + first * f : nullptr,
+      integer_operand a = shape;
+      a.rows = last - first;
+      if (vnni)
+        a.u8 = starts_u8.data();
+      else
+        a.s16 = starts_s16.data();
+      integer_product(isa, a, weights, bias, acc.data());
+      apply_epilogue(e, acc.data(), a.rows, f, integer_out ? integer_out + first * f : nullptr,
                      real_out ? real_out + first * f : nullptr);
     }
   });

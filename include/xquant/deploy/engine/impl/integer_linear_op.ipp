@@ -82,7 +82,7 @@ XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const ru
     e.real_bias = real_bias.data();
     e.out_scale = out_scale;
     e.zero_point = out_zero_point;
-    e.qmin = out_qmin;
+    e.qmin = relu ? std::max(out_qmin, out_zero_point) : out_qmin;
     e.qmax = out_qmax;
     const std::int32_t* b = bias.empty() ? nullptr : bias.data();
     engine_tensor y;
@@ -184,6 +184,7 @@ XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const ru
     y.qmin = out_qmin;
     y.qmax = out_qmax;
     y.integer.resize(acc.size());
+    const std::int32_t out_qmin = relu ? std::max(this->out_qmin, out_zero_point) : this->out_qmin;
     if (float_bias) {
       const float inverse = 1.0f / out_scale;
       for (std::size_t r = 0; r < rows; ++r)
@@ -212,7 +213,7 @@ XQ_DECL std::string integer_linear_op::describe() const {
   s << (integer_output && float_bias ? ", float bias" : bias.empty() ? ", no bias" : ", int32 bias");
   if (integer_output)
     s << ", requantized (" << (float_bias ? "float_multiplier" : to_string(requant.scheme())) << ") to scale " << out_scale << " zero point "
-      << out_zero_point << " [" << out_qmin << ", " << out_qmax << "]";
+      << out_zero_point << " [" << out_qmin << ", " << out_qmax << "]" << (relu ? ", relu" : "");
   else
     s << ", float output";
   return s.str();
@@ -233,8 +234,8 @@ XQ_DECL engine_tensor integer_linear_op::infer(const std::vector<const engine_te
   if (weights.size() != expected)
     refuse(xq::detail::concat(expected, " weights for ", in_channels, " -> ", f, " channels"), xq::detail::concat(weights.size()));
   if (!bias.empty() && bias.size() != f) refuse(xq::detail::concat("0 or ", f, " biases"), xq::detail::concat(bias.size()));
-  // conv2d: pack_conv2d_weights_s16's rows, each window row padded to an even length.
-  const std::uint64_t run = kw * in_channels, packed_rows = dense ? k : kh * (run + run % 2);
+  // conv2d: pack_conv2d_weights_s16's rows, each window row padded to a multiple of 4.
+  const std::uint64_t run = kw * in_channels, packed_rows = dense ? k : kh * ((run + 3) / 4 * 4);
   if (largest_weight_ < 0 || (!depthwise && (packed.rows() != packed_rows || packed.cols() != f)))
     refuse("prepared weights (integer_linear_op::prepare)", "weights not packed for this shape");
   if (x.shape.size() < 2 || x.shape.back() != in_channels)
@@ -286,6 +287,7 @@ XQ_DECL void integer_linear_op::encode(op_writer& w) const {
   w.integer("out_zero_point", out_zero_point);
   w.integer("out_qmin", out_qmin);
   w.integer("out_qmax", out_qmax);
+  if (relu) w.flag("relu", true);  // absent in files from before the fusion, and where there is none
   w.numbers("real_scale", real_scale);
   w.numbers("real_bias", real_bias);
 }
@@ -311,6 +313,7 @@ XQ_DECL std::unique_ptr<lowered_op> integer_linear_op::decode(const std::string&
   op->out_zero_point = std::int32_t(r.integer("out_zero_point", -65536, 65536));
   op->out_qmin = std::int32_t(r.integer("out_qmin", -32768, 65535));
   op->out_qmax = std::int32_t(r.integer("out_qmax", -32768, 65535));
+  op->relu = r.has("relu") && r.flag("relu");
   op->real_scale = r.numbers<float>("real_scale");
   op->real_bias = r.numbers<float>("real_bias");
   std::vector<double> multipliers = r.numbers<double>("multipliers");
