@@ -76,15 +76,25 @@ struct integer_operand {
   std::size_t rows = 0, segments = 1, segment_stride = 0, groups = 0, tail = 0;
 };
 
+/// An epilogue integer_product may apply in registers (ORT's float-multiplier
+/// requantization, requantize_float_row): out[i][j] = clamp(round(float(C[i][j]) *
+/// multipliers[j]), lo, hi) as centred int16, instead of writing C.
+struct fused_requantization {
+  const float* multipliers = nullptr;
+  std::int32_t lo = 0, hi = 0;
+  std::int16_t* out = nullptr;
+};
+
 /// The kernel integer_product would use now: the best this CPU runs within the cap
 /// (kernels/cpu_features.hpp); VNNI only for weights with an int8 form.
 XQ_DECL kernels::cpu_isa integer_product_isa(bool int8_weights) noexcept;
 
 /// C (a.rows x b.cols(), row-major) = bias (or 0) + A * B with the kernel of `isa` (which
 /// the CPU must run; u8 operands need a VNNI kernel and b's int8 form, int16 ones a
-/// VPMADDWD or the portable kernel). Every kernel gives the same integers.
+/// VPMADDWD or the portable kernel). Every kernel gives the same integers. With `rq`, the
+/// sums are requantized into rq->out (a.rows x b.cols()) and c is not written.
 XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, const packed_s16_matrix& b,
-                             const std::int32_t* bias, std::int32_t* c);
+                             const std::int32_t* bias, std::int32_t* c, const fused_requantization* rq = nullptr);
 
 /// VPDPBUSD's operand: lo = min(lo, a[i]), hi = max(hi, a[i]) over a[0..n), then
 /// out[i] = a[i] - lo (a[i] - lo must be in [0, 255]); vectorized for `isa` where it has a kernel.

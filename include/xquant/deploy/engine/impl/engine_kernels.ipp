@@ -385,6 +385,14 @@ XQ_DECL void conv2d_nhwc_s16(const std::int16_t* x, std::size_t n, std::size_t h
   }
   const std::int16_t* image16 = image_s16.empty() ? x : image_s16.data();
 
+  // ORT's float-multiplier requantization goes into the tiles (requantize_s16's arithmetic).
+  const bool fuse = e.integer_output && e.requant && e.requant->scheme() == requantization::float_multiplier;
+  fused_requantization fused;
+  if (fuse) {
+    const detail::centred_range range(e.zero_point, e.qmin, e.qmax);
+    fused.multipliers = e.requant->float_multipliers().data();
+    fused.lo = range.lo, fused.hi = range.hi;
+  }
   integer_operand shape;
   shape.segments = g.window[0];
   shape.segment_stride = g.dilation[0] * wp * c;
@@ -392,7 +400,7 @@ XQ_DECL void conv2d_nhwc_s16(const std::int16_t* x, std::size_t n, std::size_t h
   // Chunks of output pixels: their sums (and the A rows a panel re-reads) stay in L2.
   const std::size_t chunk = detail::chunk_rows(4 * f + 2 * k / 4, 24, rows), chunks = (rows + chunk - 1) / chunk;
   kernels::parallel_chunks(chunks > 1 ? threads : 1, chunks, 1, [&](std::size_t c0, std::size_t c1) {
-    std::vector<std::int32_t> acc(chunk * f);
+    std::vector<std::int32_t> acc(fuse ? 0 : chunk * f);
     std::vector<const std::uint8_t*> starts_u8(vnni ? chunk : 0);
     std::vector<const std::int16_t*> starts_s16(vnni ? 0 : chunk);
     for (std::size_t q = c0; q < c1; ++q) {
@@ -414,6 +422,12 @@ XQ_DECL void conv2d_nhwc_s16(const std::int16_t* x, std::size_t n, std::size_t h
         a.u8 = starts_u8.data();
       else
         a.s16 = starts_s16.data();
+      if (fuse) {  // requantized in the tiles' registers: no int32 sums written and read back
+        fused_requantization rq = fused;
+        rq.out = integer_out + first * f;
+        integer_product(isa, a, weights, bias, nullptr, &rq);
+        continue;
+      }
       integer_product(isa, a, weights, bias, acc.data());
       apply_epilogue(e, acc.data(), a.rows, f, integer_out ? integer_out + first * f : nullptr,
                      real_out ? real_out + first * f : nullptr);

@@ -34,6 +34,7 @@
 #include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
 #include "../integer_gemm.hpp"
+#include "../requantize.hpp"  // requantizer::round_float, the fused epilogue's scalar lanes
 
 namespace xq::deploy {
 
@@ -132,6 +133,11 @@ struct ops {
   static void store(std::int32_t* c, const reg& v, std::size_t lanes) {
     for (std::size_t j = 0; j < lanes; ++j) c[j] = std::int32_t(v.v[j]);
   }
+  static void store_requantized(std::int16_t* out, const reg& v, const float* m, std::int32_t lo, std::int32_t hi,
+                                std::size_t lanes) {
+    for (std::size_t j = 0; j < lanes; ++j)
+      out[j] = std::int16_t(std::clamp<std::int32_t>(requantizer::round_float(std::int32_t(v.v[j]), m[j]), lo, hi));
+  }
 };
 #include "integer_tile.ipp"
 }  // namespace portable_kernels
@@ -161,6 +167,19 @@ struct ops {
     alignas(32) std::int32_t t[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
     std::memcpy(c, t, lanes * sizeof(std::int32_t));
+  }
+  // requantize_float_row's arithmetic: float(v) * m, clamped to +-2147483520, converted in
+  // the current rounding mode (round_float), clamped to [lo, hi].
+  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
+                                                 std::int32_t hi, std::size_t lanes) {
+    __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(m));
+    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(2147483520.0f)), _mm256_set1_ps(-2147483520.0f));
+    const __m256i q = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(x), _mm256_set1_epi32(hi)), _mm256_set1_epi32(lo));
+    const __m128i packed = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    if (lanes == 8) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), packed);
+    alignas(16) std::int16_t t[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(t), packed);
+    std::memcpy(out, t, lanes * sizeof(std::int16_t));
   }
 };
 #include "integer_tile.ipp"
@@ -193,6 +212,19 @@ struct ops {
     alignas(32) std::int32_t t[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
     std::memcpy(c, t, lanes * sizeof(std::int32_t));
+  }
+  // requantize_float_row's arithmetic: float(v) * m, clamped to +-2147483520, converted in
+  // the current rounding mode (round_float), clamped to [lo, hi].
+  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
+                                                 std::int32_t hi, std::size_t lanes) {
+    __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(m));
+    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(2147483520.0f)), _mm256_set1_ps(-2147483520.0f));
+    const __m256i q = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(x), _mm256_set1_epi32(hi)), _mm256_set1_epi32(lo));
+    const __m128i packed = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    if (lanes == 8) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), packed);
+    alignas(16) std::int16_t t[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(t), packed);
+    std::memcpy(out, t, lanes * sizeof(std::int16_t));
   }
 };
 /// The smallest and largest of a[0..n) (into lo and hi, which hold a start value).
@@ -246,6 +278,15 @@ struct ops {
   static XQ_ALWAYS_INLINE void store(std::int32_t* c, reg v, std::size_t lanes) {
     _mm512_mask_storeu_epi32(c, __mmask16((1u << lanes) - 1u), v);
   }
+  // requantize_float_row's arithmetic, 16 lanes (see the AVX2 kernels).
+  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
+                                                 std::int32_t hi, std::size_t lanes) {
+    const __mmask16 k = __mmask16((1u << lanes) - 1u);
+    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, m));
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(2147483520.0f)), _mm512_set1_ps(-2147483520.0f));
+    const __m512i q = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(x), _mm512_set1_epi32(hi)), _mm512_set1_epi32(lo));
+    _mm256_mask_storeu_epi16(out, k, _mm512_cvtepi32_epi16(q));
+  }
 };
 #include "integer_tile.ipp"
 }  // namespace avx512bw_kernels
@@ -270,6 +311,15 @@ struct ops {
   static XQ_ALWAYS_INLINE reg dot(reg acc, areg x, reg w) { return _mm512_dpbusd_epi32(acc, x, w); }
   static XQ_ALWAYS_INLINE void store(std::int32_t* c, reg v, std::size_t lanes) {
     _mm512_mask_storeu_epi32(c, __mmask16((1u << lanes) - 1u), v);
+  }
+  // requantize_float_row's arithmetic, 16 lanes (see the AVX2 kernels).
+  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
+                                                 std::int32_t hi, std::size_t lanes) {
+    const __mmask16 k = __mmask16((1u << lanes) - 1u);
+    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, m));
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(2147483520.0f)), _mm512_set1_ps(-2147483520.0f));
+    const __m512i q = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(x), _mm512_set1_epi32(hi)), _mm512_set1_epi32(lo));
+    _mm256_mask_storeu_epi16(out, k, _mm512_cvtepi32_epi16(q));
   }
 };
 /// The smallest and largest of a[0..n) (into lo and hi, which hold a start value).
@@ -326,7 +376,7 @@ XQ_DECL kernels::cpu_isa integer_product_isa(bool int8_weights) noexcept {
 }
 
 XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, const packed_s16_matrix& b,
-                             const std::int32_t* bias, std::int32_t* c) {
+                             const std::int32_t* bias, std::int32_t* c, const fused_requantization* rq) {
   using kernels::cpu_isa;
   const std::size_t n = b.cols(), panels = b.panels();
   if (a.rows == 0 || n == 0) return;
@@ -338,12 +388,12 @@ XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, con
 #if XQ_ISA_COMPILED(avx512_vnni)
     if (isa == cpu_isa::avx512_vnni)
       return detail::avx512_vnni_kernels::product_rows(rows, a.rows, a.segments, a.segment_stride, groups, a.tail, w,
-                                                       panels, bias, n, c);
+                                                       panels, bias, n, c, rq);
 #endif
 #if XQ_ISA_COMPILED(avx_vnni)
     if (isa == cpu_isa::avx_vnni)
       return detail::avx_vnni_kernels::product_rows(rows, a.rows, a.segments, a.segment_stride, groups, a.tail, w,
-                                                    panels, bias, n, c);
+                                                    panels, bias, n, c, rq);
 #endif
     throw std::logic_error("integer_product: u8 operands need a VNNI kernel");
   }
@@ -353,15 +403,15 @@ XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, con
 #if XQ_ISA_COMPILED(avx512bw)
   if (isa == cpu_isa::avx512bw)
     return detail::avx512bw_kernels::product_rows(rows, a.rows, a.segments, a.segment_stride, groups, a.tail, w, panels,
-                                                  bias, n, c);
+                                                  bias, n, c, rq);
 #endif
 #if XQ_ISA_COMPILED(avx2)
   if (isa == cpu_isa::avx2)
     return detail::avx2_kernels::product_rows(rows, a.rows, a.segments, a.segment_stride, groups, a.tail, w, panels,
-                                              bias, n, c);
+                                              bias, n, c, rq);
 #endif
   detail::portable_kernels::product_rows(rows, a.rows, a.segments, a.segment_stride, groups, a.tail, w, panels, bias,
-                                         n, c);
+                                         n, c, rq);
 }
 
 XQ_DECL void integer_value_range(kernels::cpu_isa isa, const std::int16_t* a, std::size_t n, std::int32_t& lo,

@@ -11,6 +11,8 @@
 //   areg broadcast_tail(const operand* a, std::size_t n)   only the first n < G of them (the rest 0)
 //   reg dot(reg acc, areg a, reg w)                        acc + the G products of each lane
 //   void store(std::int32_t* c, reg v, std::size_t lanes)  the first `lanes` of v (lanes <= 16 / regs)
+//   void store_requantized(std::int16_t* out, reg v, const float* m, lo, hi, lanes)
+//        the same lanes requantized as requantize_float_row does: clamp(round(float(v) * m), lo, hi)
 //
 // The packed weights (integer_gemm.hpp): panel after panel of 16 columns; in a panel, group
 // after group of K, 64 bytes each: for column j its G values of the group side by side.
@@ -60,7 +62,8 @@ XQ_ALWAYS_INLINE void tile_step(typename ops::reg (&acc)[ops::tile_rows][Panels 
 template <std::size_t Panels>
 void product_tile(const ops::operand* const* a, std::size_t segments, std::size_t segment_stride,
                   std::size_t groups, std::size_t tail, const std::int8_t* w, std::size_t panel_bytes,
-                  const std::int32_t* bias16, std::int32_t* c, std::size_t ldc, std::size_t cols) {
+                  const std::int32_t* bias16, std::int32_t* c, std::size_t ldc, std::size_t cols,
+                  const fused_requantization* rq = nullptr, std::int16_t* out = nullptr) {
   constexpr std::size_t Rows = ops::tile_rows, R = ops::regs;
   typename ops::reg acc[Rows][Panels * R];
   unrolled<Panels * R>([&](auto q) {
@@ -88,17 +91,23 @@ void product_tile(const ops::operand* const* a, std::size_t segments, std::size_
       const std::size_t valid = q / R + 1 < Panels ? lanes_per_reg
                                 : cols > (q % R) * lanes_per_reg ? std::min(lanes_per_reg, cols - (q % R) * lanes_per_reg)
                                                                  : 0;
-      if (valid) ops::store(c + r * ldc + first, acc[r][q], valid);
+      if (!valid) return;
+      if (rq)
+        ops::store_requantized(out + r * ldc + first, acc[r][q], rq->multipliers + first, rq->lo, rq->hi, valid);
+      else
+        ops::store(c + r * ldc + first, acc[r][q], valid);
     });
   });
 }
 
 /// C (m x n, row-major, ldc = n) = bias + A * W for the m rows of A at `rows`, W's
-/// `panels` panels at w. Full tiles write C directly; the last rows go through a
-/// scratch tile (their missing rows read row 0 again), so each (Panels) tile is compiled once.
+/// `panels` panels at w, or with `rq` those sums requantized into rq->out (m x n int16).
+/// Full tiles write C directly; the last rows go through a scratch tile (their missing rows
+/// read row 0 again), so each (Panels) tile is compiled once.
 inline void product_rows(const ops::operand* const* rows, std::size_t m, std::size_t segments,
                          std::size_t segment_stride, std::size_t groups, std::size_t tail, const std::int8_t* w,
-                         std::size_t panels, const std::int32_t* bias, std::size_t n, std::int32_t* c) {
+                         std::size_t panels, const std::int32_t* bias, std::size_t n, std::int32_t* c,
+                         const fused_requantization* rq) {
   constexpr std::size_t Rows = ops::tile_rows, P = ops::tile_panels;
   const std::size_t panel_bytes = segments * groups * 64;
   for (std::size_t p = 0; p < panels; p += P) {
@@ -107,20 +116,30 @@ inline void product_rows(const ops::operand* const* rows, std::size_t m, std::si
     alignas(64) std::int32_t bias_block[16 * P] = {};
     if (bias) std::copy(bias + j, bias + j + cols, bias_block);
     const std::int8_t* wp = w + p * panel_bytes;
-    auto run = [&](const ops::operand* const* a, std::int32_t* out, std::size_t ldc) {
+    fused_requantization block_rq;
+    if (rq) block_rq = {rq->multipliers + j, rq->lo, rq->hi, nullptr};
+    const fused_requantization* brq = rq ? &block_rq : nullptr;
+    auto run = [&](const ops::operand* const* a, std::int32_t* sums, std::int16_t* out, std::size_t ldc) {
       if (width == P)
-        product_tile<P>(a, segments, segment_stride, groups, tail, wp, panel_bytes, bias_block, out, ldc, last_cols);
+        product_tile<P>(a, segments, segment_stride, groups, tail, wp, panel_bytes, bias_block, sums, ldc, last_cols, brq, out);
       else
-        product_tile<1>(a, segments, segment_stride, groups, tail, wp, panel_bytes, bias_block, out, ldc, last_cols);
+        product_tile<1>(a, segments, segment_stride, groups, tail, wp, panel_bytes, bias_block, sums, ldc, last_cols, brq, out);
     };
     std::size_t i = 0;
-    for (; i + Rows <= m; i += Rows) run(rows + i, c + i * n + j, n);
+    for (; i + Rows <= m; i += Rows)
+      run(rows + i, rq ? nullptr : c + i * n + j, rq ? rq->out + i * n + j : nullptr, n);
     if (i < m) {
       const ops::operand* a[Rows];
       for (std::size_t r = 0; r < Rows; ++r) a[r] = rows[i + std::min(r, m - i - 1)];
       alignas(64) std::int32_t scratch[Rows * 16 * P];
-      run(a, scratch, 16 * P);
-      for (std::size_t r = 0; i + r < m; ++r) std::memcpy(c + (i + r) * n + j, scratch + r * 16 * P, cols * sizeof(std::int32_t));
+      alignas(64) std::int16_t scratch16[Rows * 16 * P];
+      run(a, scratch, scratch16, 16 * P);
+      for (std::size_t r = 0; i + r < m; ++r) {
+        if (rq)
+          std::memcpy(rq->out + (i + r) * n + j, scratch16 + r * 16 * P, cols * sizeof(std::int16_t));
+        else
+          std::memcpy(c + (i + r) * n + j, scratch + r * 16 * P, cols * sizeof(std::int32_t));
+      }
     }
   }
 }
