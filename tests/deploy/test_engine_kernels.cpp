@@ -648,11 +648,12 @@ TEST_CASE("a float convolution with a ±1 kernel: sums in window order, any batc
     });
   }
   // The conv with its max pool in one pass: the two kernels' bits, overlapping and padded
-  // windows included.
-  for (const auto& [k, pool_size, pool_stride, pool_pad] :
-       {std::array<std::size_t, 4>{3, 2, 2, 0}, {3, 3, 2, 1}, {5, 2, 1, 0}}) {
-    CAPTURE(k, pool_size, pool_stride, pool_pad);
-    const std::size_t n = 3, h = 13, w = 11, c = 2, f = 37;
+  // windows included, 64-channel blocks (AVX-512's path: up to 4 taps) and a ragged count.
+  for (const auto& [k, pool_size, pool_stride, pool_pad, f] :
+       {std::array<std::size_t, 5>{3, 2, 2, 0, 37}, {3, 3, 2, 1, 37}, {5, 2, 1, 0, 37}, {3, 2, 2, 0, 64},
+        {3, 2, 2, 1, 128}, {3, 2, 1, 0, 64}, {3, 3, 2, 1, 64}}) {
+    CAPTURE(k, pool_size, pool_stride, pool_pad, f);
+    const std::size_t n = 3, h = 13, w = 11, c = 2;
     std::vector<float> x(n * h * w * c), kernel(k * k * c * f), bias(f);
     for (float& v : x) v = value(rng);
     for (float& v : kernel) v = tap(rng) % 2 ? 1.0f : -1.0f;
@@ -669,10 +670,13 @@ TEST_CASE("a float convolution with a ±1 kernel: sums in window order, any batc
     std::vector<float> full(n * oh * ow * f), pooled(n * ph * pw * f), fused(pooled.size());
     xq::deploy::unit_kernel_conv2d_f32(x.data(), n, h, w, c, conv, kernel.data(), f, bias.data(), full.data());
     xq::deploy::max_pool_nhwc_f32(full.data(), n, oh, ow, f, pool, pooled.data());
-    on_one_and_two_threads([&] {
-      xq::deploy::unit_kernel_conv2d_max_pool_f32(x.data(), n, h, w, c, conv, kernel.data(), f, bias.data(), pool,
-                                                  fused.data());
-      CHECK(std::memcmp(fused.data(), pooled.data(), pooled.size() * sizeof(float)) == 0);
+    deploy_test::on_every_isa([&](xq::kernels::cpu_isa) {
+      on_one_and_two_threads([&] {
+        std::fill(fused.begin(), fused.end(), 7.0f);
+        xq::deploy::unit_kernel_conv2d_max_pool_f32(x.data(), n, h, w, c, conv, kernel.data(), f, bias.data(), pool,
+                                                    fused.data());
+        CHECK(std::memcmp(fused.data(), pooled.data(), pooled.size() * sizeof(float)) == 0);
+      });
     });
   }
   // Any other weight (a product that rounds) goes through the GEMM.

@@ -9,15 +9,17 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
-#if defined(__AVX2__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
 #include "../../../core/error.hpp"
 #include "../../../kernels/cpu_features.hpp"
+#include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
 #include "../../../kernels/threads.hpp"
 #include "../engine_kernels.hpp"
@@ -869,12 +871,75 @@ XQ_DECL void unit_kernel_conv2d_f32(const float* x, std::size_t n, std::size_t h
   });
 }
 
+#if XQ_ISA_COMPILED(avx512bw)
+XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx512bw)
+namespace detail::stem_avx512 {
+
+template <class F, std::size_t... I>
+XQ_ALWAYS_INLINE void unrolled(F&& f, std::index_sequence<I...>) {
+  (f(std::integral_constant<std::size_t, I>{}), ...);
+}
+template <std::size_t Count, class F>
+XQ_ALWAYS_INLINE void unrolled(F&& f) {
+  unrolled(f, std::make_index_sequence<Count>{});
+}
+
+/// The conv pixels of one pool window (Taps <= 4 of them, at (rows[t], cols[t])) for the
+/// 64 output channels from f0, summed together so that each weight vector is loaded once
+/// for every tap: per lane the products unit_kernel_pixel adds (exact: the weights are ±1
+/// or 0), in its (kh, kw, c) order from +0, then the bias; then max_of_taps's maximum over
+/// the taps in order from the lowest value (VMAXPS(tap, m) is std::max(m, tap), NaN and
+/// signed zeros included). The same bits as the two kernels, without the taps' rows.
+template <std::size_t Taps>
+void pool_window_64(const float* x, std::size_t h, std::size_t w, std::size_t c, const window_geometry& g,
+                    const std::size_t* rows, const std::size_t* cols, const float* kernel, std::size_t f,
+                    std::size_t f0, const float* bias, float* y) {
+  __m512 acc[Taps][4];
+  unrolled<Taps>([&](auto t) { unrolled<4>([&](auto k) { acc[t][k] = _mm512_setzero_ps(); }); });
+  for (std::size_t u = 0; u < g.window[0]; ++u)
+    for (std::size_t v = 0; v < g.window[1]; ++v) {
+      const float* px[Taps];
+      unrolled<Taps>([&](auto t) {
+        const long row = long(rows[t] * g.strides[0] + u * g.dilation[0]) - long(g.pads[0]);
+        const long col = long(cols[t] * g.strides[1] + v * g.dilation[1]) - long(g.pads[1]);
+        const bool inside = row >= 0 && row < long(h) && col >= 0 && col < long(w);
+        px[t] = inside ? x + (std::size_t(row) * w + std::size_t(col)) * c : nullptr;
+      });
+      const float* wr = kernel + (u * g.window[1] + v) * c * f + f0;
+      for (std::size_t ch = 0; ch < c; ++ch, wr += f) {
+        __m512 wv[4];
+        unrolled<4>([&](auto k) { wv[k] = _mm512_loadu_ps(wr + 16 * k); });
+        unrolled<Taps>([&](auto t) {
+          const __m512 xv = _mm512_set1_ps(px[t] ? px[t][ch] : 0.0f);  // the padding's products too
+          unrolled<4>([&](auto k) { acc[t][k] = _mm512_fmadd_ps(xv, wv[k], acc[t][k]); });
+        });
+      }
+    }
+  unrolled<4>([&](auto k) {
+    __m512 m = _mm512_set1_ps(std::numeric_limits<float>::lowest());
+    const __m512 b = bias ? _mm512_loadu_ps(bias + f0 + 16 * k) : _mm512_setzero_ps();
+    unrolled<Taps>([&](auto t) {
+      const __m512 tap = bias ? _mm512_add_ps(acc[t][k], b) : acc[t][k];
+      m = _mm512_max_ps(tap, m);
+    });
+    _mm512_storeu_ps(y + 16 * k, m);
+  });
+}
+
+}  // namespace detail::stem_avx512
+XQ_ISA_REGION_END
+#endif
+
 XQ_DECL void unit_kernel_conv2d_max_pool_f32(const float* x, std::size_t n, std::size_t h, std::size_t w,
                                              std::size_t c, const window_geometry& conv, const float* kernel,
                                              std::size_t f, const float* bias, const window_geometry& pool, float* y) {
   const std::size_t ch = conv.output_extent(h, 0), cw = conv.output_extent(w, 1);
   const std::size_t ph = pool.output_extent(ch, 0), pw = pool.output_extent(cw, 1);
   const std::size_t taps_max = pool.window[0] * pool.window[1];
+  // AVX-512 where the pool window has at most 4 taps and the channels come in blocks of 64.
+  const bool wide = taps_max <= 4 && f % 64 == 0 && int(kernels::isa_cap()) >= int(kernels::cpu_isa::avx512bw) &&
+                    kernels::cpu().has(kernels::cpu_isa::avx512bw) && XQ_ISA_COMPILED(avx512bw);
+  (void)wide;
   detail::for_item_chunks(n, detail::engine_threads(n * ch * cw * f), [&](std::size_t b0, std::size_t b1) {
     std::vector<float> sums(taps_max * f);  // the window's conv pixels, computed where they are needed
     std::vector<const float*> taps(taps_max);
@@ -883,6 +948,29 @@ XQ_DECL void unit_kernel_conv2d_max_pool_f32(const float* x, std::size_t n, std:
       for (std::size_t i = 0; i < ph; ++i)
         for (std::size_t j = 0; j < pw; ++j) {
           std::size_t count = 0;  // max_pool_images's taps, in its order
+#if XQ_ISA_COMPILED(avx512bw)
+          if (wide) {  // every tap's 64-channel blocks summed together (stem_avx512)
+            std::size_t rows[4], cols[4];
+            for (std::size_t u = 0; u < pool.window[0]; ++u) {
+              const long r = long(i * pool.strides[0] + u) - long(pool.pads[0]);
+              if (r < 0 || r >= long(ch)) continue;
+              for (std::size_t v = 0; v < pool.window[1]; ++v) {
+                const long q = long(j * pool.strides[1] + v) - long(pool.pads[1]);
+                if (q < 0 || q >= long(cw)) continue;
+                rows[count] = std::size_t(r), cols[count] = std::size_t(q), ++count;
+              }
+            }
+            float* out = y + ((b * ph + i) * pw + j) * f;
+            for (std::size_t f0 = 0; f0 < f; f0 += 64) switch (count) {
+                case 1: detail::stem_avx512::pool_window_64<1>(image, h, w, c, conv, rows, cols, kernel, f, f0, bias, out + f0); break;
+                case 2: detail::stem_avx512::pool_window_64<2>(image, h, w, c, conv, rows, cols, kernel, f, f0, bias, out + f0); break;
+                case 3: detail::stem_avx512::pool_window_64<3>(image, h, w, c, conv, rows, cols, kernel, f, f0, bias, out + f0); break;
+                case 4: detail::stem_avx512::pool_window_64<4>(image, h, w, c, conv, rows, cols, kernel, f, f0, bias, out + f0); break;
+                default: detail::max_of_taps<float>(nullptr, 0, 64, out + f0); break;  // an empty window: the lowest value
+              }
+            continue;
+          }
+#endif
           for (std::size_t u = 0; u < pool.window[0]; ++u) {
             const long r = long(i * pool.strides[0] + u) - long(pool.pads[0]);
             if (r < 0 || r >= long(ch)) continue;
