@@ -531,11 +531,23 @@ void max_pool_images(const T* x, std::size_t n, std::size_t h, std::size_t w, st
   const std::size_t oh = g.output_extent(h, 0), ow = g.output_extent(w, 1);
   const std::size_t taps_max = g.window[0] * g.window[1];
   const auto lh = static_cast<std::ptrdiff_t>(h), lw = static_cast<std::ptrdiff_t>(w);
+  // A window inside the image has every tap, at the same offsets from its corner.
+  std::vector<std::size_t> offsets;
+  for (std::size_t u = 0; u < g.window[0]; ++u)
+    for (std::size_t v = 0; v < g.window[1]; ++v) offsets.push_back((u * w + v) * c);
   for_item_chunks(n, engine_threads(n * h * w * c), [&](std::size_t b0, std::size_t b1) {
     std::vector<const T*> taps(taps_max);
     for (std::size_t b = b0; b < b1; ++b)
       for (std::size_t i = 0; i < oh; ++i)
         for (std::size_t j = 0; j < ow; ++j) {
+          const std::ptrdiff_t top = std::ptrdiff_t(i * g.strides[0]) - std::ptrdiff_t(g.pads[0]);
+          const std::ptrdiff_t left = std::ptrdiff_t(j * g.strides[1]) - std::ptrdiff_t(g.pads[1]);
+          if (top >= 0 && left >= 0 && top + std::ptrdiff_t(g.window[0]) <= lh && left + std::ptrdiff_t(g.window[1]) <= lw) {
+            const T* corner = x + ((b * h + std::size_t(top)) * w + std::size_t(left)) * c;
+            for (std::size_t t = 0; t < taps_max; ++t) taps[t] = corner + offsets[t];
+            max_of_taps(taps.data(), taps_max, c, out + ((b * oh + i) * ow + j) * c);
+            continue;
+          }
           std::size_t count = 0;
           for (std::size_t u = 0; u < g.window[0]; ++u) {
             const std::ptrdiff_t y = std::ptrdiff_t(i * g.strides[0] + u) - std::ptrdiff_t(g.pads[0]);
