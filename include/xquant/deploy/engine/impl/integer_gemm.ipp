@@ -151,36 +151,12 @@ struct ops {
   using reg = __m256i;
   using areg = __m256i;
   static constexpr std::size_t regs = 2, tile_rows = 6, tile_panels = 1;
-  static XQ_ALWAYS_INLINE reg load_w(const std::int8_t* b, std::size_t i) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b) + i);
-  }
-  static XQ_ALWAYS_INLINE reg load_bias(const std::int32_t* b, std::size_t i) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 * i));
-  }
   static XQ_ALWAYS_INLINE areg broadcast(const operand* a) { return _mm256_set1_epi32(load_group(a)); }
   static XQ_ALWAYS_INLINE areg broadcast_tail(const operand* a, std::size_t n) {
     return _mm256_set1_epi32(load_group(a, 2 * n));
   }
   static XQ_ALWAYS_INLINE reg dot(reg acc, areg x, reg w) { return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w)); }
-  static XQ_ALWAYS_INLINE void store(std::int32_t* c, reg v, std::size_t lanes) {
-    if (lanes == 8) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), v);
-    alignas(32) std::int32_t t[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
-    std::memcpy(c, t, lanes * sizeof(std::int32_t));
-  }
-  // requantize_float_row's arithmetic: float(v) * m, clamped to +-2147483520, converted in
-  // the current rounding mode (round_float), clamped to [lo, hi].
-  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
-                                                 std::int32_t hi, std::size_t lanes) {
-    __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(m));
-    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(2147483520.0f)), _mm256_set1_ps(-2147483520.0f));
-    const __m256i q = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(x), _mm256_set1_epi32(hi)), _mm256_set1_epi32(lo));
-    const __m128i packed = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    if (lanes == 8) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), packed);
-    alignas(16) std::int16_t t[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(t), packed);
-    std::memcpy(out, t, lanes * sizeof(std::int16_t));
-  }
+#include "integer_ops_ymm.ipp"
 };
 #include "integer_tile.ipp"
 }  // namespace avx2_kernels
@@ -196,36 +172,12 @@ struct ops {
   using reg = __m256i;
   using areg = __m256i;
   static constexpr std::size_t regs = 2, tile_rows = 6, tile_panels = 1;
-  static XQ_ALWAYS_INLINE reg load_w(const std::int8_t* b, std::size_t i) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b) + i);
-  }
-  static XQ_ALWAYS_INLINE reg load_bias(const std::int32_t* b, std::size_t i) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 * i));
-  }
   static XQ_ALWAYS_INLINE areg broadcast(const operand* a) { return _mm256_set1_epi32(load_group(a)); }
   static XQ_ALWAYS_INLINE areg broadcast_tail(const operand* a, std::size_t n) {
     return _mm256_set1_epi32(load_group(a, n));
   }
   static XQ_ALWAYS_INLINE reg dot(reg acc, areg x, reg w) { return _mm256_dpbusd_avx_epi32(acc, x, w); }
-  static XQ_ALWAYS_INLINE void store(std::int32_t* c, reg v, std::size_t lanes) {
-    if (lanes == 8) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), v);
-    alignas(32) std::int32_t t[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
-    std::memcpy(c, t, lanes * sizeof(std::int32_t));
-  }
-  // requantize_float_row's arithmetic: float(v) * m, clamped to +-2147483520, converted in
-  // the current rounding mode (round_float), clamped to [lo, hi].
-  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
-                                                 std::int32_t hi, std::size_t lanes) {
-    __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(m));
-    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(2147483520.0f)), _mm256_set1_ps(-2147483520.0f));
-    const __m256i q = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(x), _mm256_set1_epi32(hi)), _mm256_set1_epi32(lo));
-    const __m128i packed = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    if (lanes == 8) return _mm_storeu_si128(reinterpret_cast<__m128i*>(out), packed);
-    alignas(16) std::int16_t t[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(t), packed);
-    std::memcpy(out, t, lanes * sizeof(std::int16_t));
-  }
+#include "integer_ops_ymm.ipp"
 };
 /// The smallest and largest of a[0..n) (into lo and hi, which hold a start value).
 inline void value_range(const std::int16_t* a, std::size_t n, std::int32_t& lo, std::int32_t& hi) {
@@ -268,25 +220,12 @@ struct ops {
   using reg = __m512i;
   using areg = __m512i;
   static constexpr std::size_t regs = 1, tile_rows = 8, tile_panels = 2;
-  static XQ_ALWAYS_INLINE reg load_w(const std::int8_t* b, std::size_t) { return _mm512_loadu_si512(b); }
-  static XQ_ALWAYS_INLINE reg load_bias(const std::int32_t* b, std::size_t) { return _mm512_loadu_si512(b); }
   static XQ_ALWAYS_INLINE areg broadcast(const operand* a) { return _mm512_set1_epi32(load_group(a)); }
   static XQ_ALWAYS_INLINE areg broadcast_tail(const operand* a, std::size_t n) {
     return _mm512_set1_epi32(load_group(a, 2 * n));
   }
   static XQ_ALWAYS_INLINE reg dot(reg acc, areg x, reg w) { return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w)); }
-  static XQ_ALWAYS_INLINE void store(std::int32_t* c, reg v, std::size_t lanes) {
-    _mm512_mask_storeu_epi32(c, __mmask16((1u << lanes) - 1u), v);
-  }
-  // requantize_float_row's arithmetic, 16 lanes (see the AVX2 kernels).
-  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
-                                                 std::int32_t hi, std::size_t lanes) {
-    const __mmask16 k = __mmask16((1u << lanes) - 1u);
-    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, m));
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(2147483520.0f)), _mm512_set1_ps(-2147483520.0f));
-    const __m512i q = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(x), _mm512_set1_epi32(hi)), _mm512_set1_epi32(lo));
-    _mm256_mask_storeu_epi16(out, k, _mm512_cvtepi32_epi16(q));
-  }
+#include "integer_ops_zmm.ipp"
 };
 #include "integer_tile.ipp"
 }  // namespace avx512bw_kernels
@@ -302,25 +241,12 @@ struct ops {
   using reg = __m512i;
   using areg = __m512i;
   static constexpr std::size_t regs = 1, tile_rows = 8, tile_panels = 2;
-  static XQ_ALWAYS_INLINE reg load_w(const std::int8_t* b, std::size_t) { return _mm512_loadu_si512(b); }
-  static XQ_ALWAYS_INLINE reg load_bias(const std::int32_t* b, std::size_t) { return _mm512_loadu_si512(b); }
   static XQ_ALWAYS_INLINE areg broadcast(const operand* a) { return _mm512_set1_epi32(load_group(a)); }
   static XQ_ALWAYS_INLINE areg broadcast_tail(const operand* a, std::size_t n) {
     return _mm512_set1_epi32(load_group(a, n));
   }
   static XQ_ALWAYS_INLINE reg dot(reg acc, areg x, reg w) { return _mm512_dpbusd_epi32(acc, x, w); }
-  static XQ_ALWAYS_INLINE void store(std::int32_t* c, reg v, std::size_t lanes) {
-    _mm512_mask_storeu_epi32(c, __mmask16((1u << lanes) - 1u), v);
-  }
-  // requantize_float_row's arithmetic, 16 lanes (see the AVX2 kernels).
-  static XQ_ALWAYS_INLINE void store_requantized(std::int16_t* out, reg v, const float* m, std::int32_t lo,
-                                                 std::int32_t hi, std::size_t lanes) {
-    const __mmask16 k = __mmask16((1u << lanes) - 1u);
-    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, m));
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(2147483520.0f)), _mm512_set1_ps(-2147483520.0f));
-    const __m512i q = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(x), _mm512_set1_epi32(hi)), _mm512_set1_epi32(lo));
-    _mm256_mask_storeu_epi16(out, k, _mm512_cvtepi32_epi16(q));
-  }
+#include "integer_ops_zmm.ipp"
 };
 /// The smallest and largest of a[0..n) (into lo and hi, which hold a start value).
 inline void value_range(const std::int16_t* a, std::size_t n, std::int32_t& lo, std::int32_t& hi) {
