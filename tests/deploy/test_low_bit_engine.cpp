@@ -18,6 +18,8 @@
 #include <xquant/transform/low_bit_schemes.hpp>
 #include <xquant/xquant.hpp>
 
+#include "engine_checks.hpp"
+
 namespace {
 
 /// A first conv on 3 channels (the MX and NVFP4 blocks do not fit it: int8), a second on
@@ -134,10 +136,7 @@ TEST_CASE("the engine computes what the simulation computes for every low-bit fo
     INFO(fr.table());
     CHECK(fr.same_top1 == fr.samples);
     CHECK(fr.output_sqnr_db() > 100.0);  // float rounding of the block sums: about 2^-24 of each term
-    xq::deploy::run_options reference;
-    reference.reference_kernels = true;
-    const bool oracle = fast.run(images, reference) == fast.run(images);
-    CHECK(oracle);
+    CHECK(deploy_test::fast_kernels_match_reference(fast, images));  // on every instruction set here
     const std::vector<std::uint8_t> fast_bytes = xq::deploy::encode_integer_model(fast);
     const auto fast_back = xq::deploy::decode_integer_model(fast_bytes.data(), fast_bytes.size(), "fast.xqi");
     const bool fast_same = fast_back.run(images) == fast.run(images);
