@@ -24,7 +24,7 @@
 #include "../../../kernels/threads.hpp"
 #include "../engine_kernels.hpp"
 #include "../window_geometry.hpp"
-#include "integer_gemm.ipp"  // the GEMM tile's pieces (detail::unrolled, broadcast_pair, store_tile)
+#include "integer_gemm.ipp"  // integer_product, the kernels conv2d_nhwc_s16 runs
 
 namespace xq::deploy {
 
