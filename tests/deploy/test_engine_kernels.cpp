@@ -649,11 +649,11 @@ TEST_CASE("a float convolution with a ±1 kernel: sums in window order, any batc
   }
   // The conv with its max pool in one pass: the two kernels' bits, overlapping and padded
   // windows included, 64-channel blocks (AVX-512's path: up to 4 taps) and a ragged count.
-  for (const auto& [k, pool_size, pool_stride, pool_pad, f] :
+  for (const auto& [k, pool_size, pool_stride, pool_pad, filters] :
        {std::array<std::size_t, 5>{3, 2, 2, 0, 37}, {3, 3, 2, 1, 37}, {5, 2, 1, 0, 37}, {3, 2, 2, 0, 64},
         {3, 2, 2, 1, 128}, {3, 2, 1, 0, 64}, {3, 3, 2, 1, 64}}) {
-    CAPTURE(k, pool_size, pool_stride, pool_pad, f);
-    const std::size_t n = 3, h = 13, w = 11, c = 2;
+    CAPTURE(k, pool_size, pool_stride, pool_pad, filters);
+    const std::size_t n = 3, h = 13, w = 11, c = 2, f = filters;  // (C++17 lambdas cannot capture a structured binding)
     std::vector<float> x(n * h * w * c), kernel(k * k * c * f), bias(f);
     for (float& v : x) v = value(rng);
     for (float& v : kernel) v = tap(rng) % 2 ? 1.0f : -1.0f;
