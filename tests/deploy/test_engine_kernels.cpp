@@ -170,6 +170,33 @@ TEST_CASE("gemm_s16: every kernel equals the int32 reference on ragged shapes", 
   }
 }
 
+TEST_CASE("integer_product refuses a kernel this CPU does not run and operands of the wrong kind",
+          "[deploy][kernels]") {
+  using xq::kernels::cpu_isa;
+  const std::vector<std::int16_t> b(8 * 3, 1), a(2 * 8, 1);
+  const xq::deploy::packed_s16_matrix packed(b.data(), 8, 3);
+  const std::int16_t* rows16[2] = {a.data(), a.data() + 8};
+  xq::deploy::integer_operand op;
+  op.s16 = rows16;
+  op.rows = 2;
+  op.groups = packed.pairs();
+  std::vector<std::int32_t> c(2 * 3);
+  // An instruction set this CPU lacks (where it lacks one): an error naming it, no SIGILL.
+  for (cpu_isa isa : {cpu_isa::avx_vnni, cpu_isa::avx512_vnni, cpu_isa::avx512bw, cpu_isa::avx2})
+    if (!xq::kernels::cpu().has(isa))
+      CHECK_THROWS_WITH(xq::deploy::integer_product(isa, op, packed, nullptr, c.data()),
+                        Catch::Contains("integer_product") && Catch::Contains(xq::kernels::isa_name(isa)) &&
+                            Catch::Contains("an instruction set this CPU runs"));
+  // int16 rows for a VPDPBUSD kernel (it takes u8 quads).
+  for (cpu_isa isa : {cpu_isa::avx_vnni, cpu_isa::avx512_vnni})
+    if (xq::kernels::cpu().has(isa))
+      CHECK_THROWS_WITH(xq::deploy::integer_product(isa, op, packed, nullptr, c.data()),
+                        Catch::Contains("u8 operands") && Catch::Contains("int16 rows"));
+  // The portable kernel runs everywhere: the sums of eight 1 x 1 products.
+  xq::deploy::integer_product(cpu_isa::portable, op, packed, nullptr, c.data());
+  CHECK(c == std::vector<std::int32_t>(6, 8));
+}
+
 TEST_CASE("gemm_s16: sums near the int32 limit are exact (no saturation)", "[deploy][kernels]") {
   // -255 * -127 = 32385 per product; 66000 of them are 2,137,410,000 (the lowering admits
   // K * 255 * 127 < 2^31). VPMADDUBSW would saturate every pair at 32767; VPMADDWD does not.

@@ -18,6 +18,7 @@
 /// cap changes speed, never results.
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -123,12 +124,18 @@ inline kernels::cpu_features detect_cpu_features() noexcept {
   return f;
 }
 
-/// XQ_CPU_ISA from the environment: the highest cpu_isa a kernel may use (-1: no cap).
+/// XQ_CPU_ISA from the environment: the highest cpu_isa a kernel may use (-1: no cap). A
+/// name that is none of isa_name()'s is ignored, with one line on stderr saying so (read
+/// where no exception may leave: the first kernel call).
 inline int isa_cap_from_environment() noexcept {
   const char* v = std::getenv("XQ_CPU_ISA");
   if (!v || !*v) return -1;
   for (int i = 0; i <= int(kernels::cpu_isa::avx512_vpopcntdq); ++i)
     if (!std::strcmp(v, kernels::isa_name(kernels::cpu_isa(i)))) return i;
+  std::fprintf(stderr,
+               "xquant: XQ_CPU_ISA=%s is not one of portable, avx2, avx512bw, avx_vnni, avx512_vnni, "
+               "avx512_vpopcntdq; ignored (no cap)\n",
+               v);
   return -1;
 }
 
@@ -151,6 +158,10 @@ inline cpu_isa isa_cap() noexcept {
   const int cap = xq::detail::isa_cap_storage().load(std::memory_order_relaxed);
   return cap < 0 ? cpu_isa::avx512_vpopcntdq : cpu_isa(cap);
 }
+/// Whether a kernel of `isa` may run now: this CPU runs it and the cap allows it. Each kernel
+/// family takes the most preferred of its kernels for which this holds.
+inline bool isa_usable(cpu_isa isa) noexcept { return int(isa) <= int(isa_cap()) && cpu().has(isa); }
+
 inline void set_isa_cap(cpu_isa cap) noexcept { xq::detail::isa_cap_storage().store(int(cap)); }
 
 /// Caps the kernels' instruction set for a scope (tests, benchmarks): every kernel family

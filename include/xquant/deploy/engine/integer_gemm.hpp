@@ -91,8 +91,9 @@ XQ_DECL kernels::cpu_isa integer_product_isa(bool int8_weights) noexcept;
 
 /// C (a.rows x b.cols(), row-major) = bias (or 0) + A * B with the kernel of `isa` (which
 /// the CPU must run; u8 operands need a VNNI kernel and b's int8 form, int16 ones a
-/// VPMADDWD or the portable kernel). Every kernel gives the same integers. With `rq`, the
-/// sums are requantized into rq->out (a.rows x b.cols()) and c is not written.
+/// VPMADDWD or the portable kernel; argument_error otherwise, never an illegal instruction).
+/// Every kernel gives the same integers. With `rq`, the sums are requantized into rq->out
+/// (a.rows x b.cols()) and c is not written.
 XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, const packed_s16_matrix& b,
                              const std::int32_t* bias, std::int32_t* c, const fused_requantization* rq = nullptr);
 

@@ -3,6 +3,7 @@
 /// The engine's integer linear op: conv2d, depthwise conv2d and dense on centred int16
 /// activations and int16 weights, accumulated exactly in int32 (integer_gemm.hpp).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,8 @@ class integer_linear_op final : public lowered_op {
   /// [max(out_qmin, out_zero_point), out_qmax], which is max(q - zp, 0) of the requantized
   /// value exactly (relu_op's arithmetic), without a pass of its own.
   bool relu = false;
+  /// The integer outputs' lower bound: out_qmin, or with the fused ReLU the zero point.
+  std::int32_t saturation_min() const noexcept { return relu ? std::max(out_qmin, out_zero_point) : out_qmin; }
   std::vector<float> real_scale, real_bias;  ///< real output and the float-bias epilogue (s_in * s_w[c], b[c])
   XQ_DECL const char* kind() const noexcept override;
   /// Packs the weights (after they are set), and notes their largest magnitude for the rule.

@@ -30,8 +30,8 @@
 
 #include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
+#include "../../../kernels/unrolled.hpp"
 #include "../binary_gemm.hpp"
-#include "integer_gemm.ipp"  // detail::unrolled
 
 namespace xq::deploy {
 
@@ -98,6 +98,8 @@ inline void binary_gemm_rows_popcnt(std::size_t i0, std::size_t i1, std::size_t 
 XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx2)
 namespace avx2_binary {
 
+XQ_DEFINE_UNROLLED  // this region's own (kernels/unrolled.hpp says why)
+
 /// Columns per panel of the AVX2 kernel (four vectors of four words), rows per tile.
 constexpr std::size_t binary_panel_width = 16, binary_tile_rows = 2;
 /// Words a byte counter may take before it is flushed (31 * 8 = 248 < 256).
@@ -150,24 +152,24 @@ void binary_tile_avx2(const std::uint64_t* a, std::size_t words, std::int32_t k,
                                        0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
   const __m256i zero = _mm256_setzero_si256();
   __m256i counts[Rows][2];  // per row, columns 0-7 and 8-15 as int32
-  unrolled<Rows>([&](auto r) { counts[r][0] = counts[r][1] = zero; });
+  unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { counts[r][0] = counts[r][1] = zero; });
   for (std::size_t w0 = 0; w0 < words; w0 += binary_flush_words) {
     const std::size_t w1 = std::min(words, w0 + binary_flush_words);
     __m256i bytes[Rows][4];
-    unrolled<Rows>([&](auto r) { unrolled<4>([&](auto v) { bytes[r][v] = zero; }); });
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { unrolled<4>([&](auto v) XQ_INLINE_LAMBDA { bytes[r][v] = zero; }); });
     for (std::size_t w = w0; w < w1; ++w) {
       const auto* bp = reinterpret_cast<const __m256i*>(panel + w * 2 * width);
-      unrolled<Rows>([&](auto r) {
+      unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
         const __m256i lo = _mm256_set1_epi64x(static_cast<long long>(a[(r * words + w) * 2]));
         const __m256i hi = _mm256_set1_epi64x(static_cast<long long>(a[(r * words + w) * 2 + 1]));
-        unrolled<4>([&](auto v) {
+        unrolled<4>([&](auto v) XQ_INLINE_LAMBDA {
           const __m256i pl = _mm256_shuffle_epi8(lut, _mm256_xor_si256(lo, _mm256_loadu_si256(bp + v)));
           const __m256i ph = _mm256_shuffle_epi8(lut, _mm256_xor_si256(hi, _mm256_loadu_si256(bp + 4 + v)));
           bytes[r][v] = _mm256_add_epi8(bytes[r][v], _mm256_add_epi8(pl, ph));
         });
       });
     }
-    unrolled<Rows>([&](auto r) {
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
       counts[r][0] = _mm256_add_epi32(counts[r][0], column_counts(_mm256_sad_epu8(bytes[r][0], zero),
                                                                   _mm256_sad_epu8(bytes[r][1], zero)));
       counts[r][1] = _mm256_add_epi32(counts[r][1], column_counts(_mm256_sad_epu8(bytes[r][2], zero),
@@ -175,7 +177,7 @@ void binary_tile_avx2(const std::uint64_t* a, std::size_t words, std::int32_t k,
     });
   }
   const __m256i kv = _mm256_set1_epi32(k);
-  unrolled<Rows>([&](auto r) {
+  unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
     const __m256i r0 = _mm256_sub_epi32(kv, _mm256_add_epi32(counts[r][0], counts[r][0]));  // k - 2 * differ
     const __m256i r1 = _mm256_sub_epi32(kv, _mm256_add_epi32(counts[r][1], counts[r][1]));
     if (cols == width) {
@@ -220,6 +222,8 @@ XQ_ISA_REGION_END
 XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx512_vpopcntdq)
 namespace avx512_binary {
 
+XQ_DEFINE_UNROLLED  // this region's own (kernels/unrolled.hpp says why)
+
 /// Columns per vector (8 words of 64 bits), vectors per tile row, rows per tile.
 constexpr std::size_t lanes = 8, vectors = 2, tile_rows = 6, width = lanes * vectors;
 
@@ -239,21 +243,21 @@ template <std::size_t Rows, std::size_t Vectors>
 void tile(const std::uint64_t* const* a, std::size_t words, std::int32_t k, const std::uint64_t* panels,
           std::int32_t* c, std::size_t ldc, std::size_t cols) {
   __m512i counts[Rows][Vectors];
-  unrolled<Rows>([&](auto r) { unrolled<Vectors>([&](auto v) { counts[r][v] = _mm512_setzero_si512(); }); });
+  unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { unrolled<Vectors>([&](auto v) XQ_INLINE_LAMBDA { counts[r][v] = _mm512_setzero_si512(); }); });
   const std::size_t panel_words = words * lanes;
   for (std::size_t w = 0; w < words; ++w) {
     __m512i bv[Vectors];
-    unrolled<Vectors>([&](auto v) { bv[v] = _mm512_loadu_si512(panels + v * panel_words + w * lanes); });
-    unrolled<Rows>([&](auto r) {
+    unrolled<Vectors>([&](auto v) XQ_INLINE_LAMBDA { bv[v] = _mm512_loadu_si512(panels + v * panel_words + w * lanes); });
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
       const __m512i x = _mm512_set1_epi64(static_cast<long long>(a[r][w]));
-      unrolled<Vectors>([&](auto v) {
+      unrolled<Vectors>([&](auto v) XQ_INLINE_LAMBDA {
         counts[r][v] = _mm512_add_epi64(counts[r][v], _mm512_popcnt_epi64(_mm512_xor_si512(x, bv[v])));
       });
     });
   }
   const __m256i kv = _mm256_set1_epi32(k);
-  unrolled<Rows>([&](auto r) {
-    unrolled<Vectors>([&](auto v) {
+  unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
+    unrolled<Vectors>([&](auto v) XQ_INLINE_LAMBDA {
       const std::size_t first = v * lanes;
       if (first >= cols) return;
       const __m256i differ = _mm512_cvtepi64_epi32(counts[r][v]);  // each count <= 64 * words < 2^31
@@ -298,9 +302,9 @@ XQ_ISA_REGION_END
 
 XQ_DECL kernels::cpu_isa binary_gemm_isa() noexcept {
   using kernels::cpu_isa;
-  const auto usable = [](cpu_isa isa) { return int(isa) <= int(kernels::isa_cap()) && kernels::cpu().has(isa); };
-  if (XQ_ISA_COMPILED(avx512_vpopcntdq) && usable(cpu_isa::avx512_vpopcntdq)) return cpu_isa::avx512_vpopcntdq;
-  if (XQ_ISA_COMPILED(avx2) && usable(cpu_isa::avx2)) return cpu_isa::avx2;
+  using kernels::isa_usable;
+  if (XQ_ISA_COMPILED(avx512_vpopcntdq) && isa_usable(cpu_isa::avx512_vpopcntdq)) return cpu_isa::avx512_vpopcntdq;
+  if (XQ_ISA_COMPILED(avx2) && isa_usable(cpu_isa::avx2)) return cpu_isa::avx2;
   return cpu_isa::portable;
 }
 

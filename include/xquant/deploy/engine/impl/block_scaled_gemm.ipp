@@ -41,6 +41,7 @@
 
 #include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
+#include "../../../kernels/unrolled.hpp"
 #include "../block_scaled_gemm.hpp"
 
 namespace xq::deploy {
@@ -412,10 +413,10 @@ XQ_DECL void block_scaled_gemm_reference(std::size_t m, std::size_t n, std::size
 
 XQ_DECL kernels::cpu_isa block_scaled_gemm_isa() noexcept {
   using kernels::cpu_isa;
-  const auto usable = [](cpu_isa isa) { return int(isa) <= int(kernels::isa_cap()) && kernels::cpu().has(isa); };
-  if (XQ_ISA_COMPILED(avx512_vnni) && usable(cpu_isa::avx512_vnni)) return cpu_isa::avx512_vnni;
-  if (XQ_ISA_COMPILED(avx_vnni) && usable(cpu_isa::avx_vnni)) return cpu_isa::avx_vnni;
-  if (XQ_ISA_COMPILED(avx2) && usable(cpu_isa::avx2)) return cpu_isa::avx2;
+  using kernels::isa_usable;
+  if (XQ_ISA_COMPILED(avx512_vnni) && isa_usable(cpu_isa::avx512_vnni)) return cpu_isa::avx512_vnni;
+  if (XQ_ISA_COMPILED(avx_vnni) && isa_usable(cpu_isa::avx_vnni)) return cpu_isa::avx_vnni;
+  if (XQ_ISA_COMPILED(avx2) && isa_usable(cpu_isa::avx2)) return cpu_isa::avx2;
   return cpu_isa::portable;
 }
 

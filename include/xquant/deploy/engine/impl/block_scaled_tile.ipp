@@ -3,15 +3,7 @@
 // there the struct `policy` (block_scaled_gemm.ipp lists its members): the tile, its last
 // rows and the items of C, compiled with that set's instructions.
 
-/// Calls f(0), ..., f(Count - 1) unrolled: the tile's accumulators must stay registers.
-template <class F, std::size_t... I>
-XQ_ALWAYS_INLINE void block_unrolled(F&& f, std::index_sequence<I...>) {
-  (f(std::integral_constant<std::size_t, I>{}), ...);
-}
-template <std::size_t Count, class F>
-XQ_ALWAYS_INLINE void block_unrolled(F&& f) {
-  block_unrolled(f, std::make_index_sequence<Count>{});
-}
+XQ_DEFINE_UNROLLED  // this region's own (kernels/unrolled.hpp says why)
 
 /// Rows [i0, i0 + Rows) x one panel of C: every block of K, in order.
 template <std::size_t Rows>
@@ -40,23 +32,23 @@ void block_scaled_tile(const block_scaled_activations& a, std::size_t i0, const 
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t k0 = b * block, k1 = std::min(k, k0 + block);
     acc_type s[Rows];
-    block_unrolled<Rows>([&](auto r) { s[r] = policy::zero(); });
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { s[r] = policy::zero(); });
     if (!four_bit) {
       std::size_t g = k0 / 4;
       for (; g < k1 / 4; ++g) {  // whole groups (block is a multiple of 4)
         const weights_type wv = policy::load_s8(wp + g * 64);
-        block_unrolled<Rows>([&](auto r) { policy::dot(s[r], load_codes4(rows[r] + 4 * g), wv); });
+        unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { policy::dot(s[r], load_codes4(rows[r] + 4 * g), wv); });
       }
       if (k1 % 4) {  // the end of K
         const weights_type wv = policy::load_s8(wp + g * 64);
-        block_unrolled<Rows>([&](auto r) { policy::dot(s[r], load_codes4(rows[r] + 4 * g, k1 - 4 * g), wv); });
+        unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { policy::dot(s[r], load_codes4(rows[r] + 4 * g, k1 - 4 * g), wv); });
       }
     } else {
       std::size_t h = k0 / 8;
       for (; h < k1 / 8; ++h) {  // whole pairs of groups (block is a multiple of 8)
         weights_type lo, hi;
         policy::load_s4(decoder, wp + h * 64, lo, hi);
-        block_unrolled<Rows>([&](auto r) {
+        unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
           policy::dot(s[r], load_codes4(rows[r] + 8 * h), lo);
           policy::dot(s[r], load_codes4(rows[r] + 8 * h + 4), hi);
         });
@@ -65,7 +57,7 @@ void block_scaled_tile(const block_scaled_activations& a, std::size_t i0, const 
         const std::size_t left = k1 - 8 * h;  // 1..7
         weights_type lo, hi;
         policy::load_s4(decoder, wp + h * 64, lo, hi);
-        block_unrolled<Rows>([&](auto r) {
+        unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
           policy::dot(s[r], load_codes4(rows[r] + 8 * h, std::min<std::size_t>(left, 4)), lo);
           if (left > 4) policy::dot(s[r], load_codes4(rows[r] + 8 * h + 4, left - 4), hi);
         });
@@ -73,7 +65,7 @@ void block_scaled_tile(const block_scaled_activations& a, std::size_t i0, const 
     }
     const std::int32_t* colsum = colsums + b * padded_n;
     const float* sb = sbs + b * padded_n;
-    block_unrolled<Rows>([&](auto r) {
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
       policy::fold(s[r], za[r], colsum, sa[r][b * a.scale_block_stride], sb, acc[r]);
     });
   }
@@ -92,7 +84,6 @@ void block_scaled_last_rows(std::size_t rows, const block_scaled_activations& a,
     (void)rows, (void)a, (void)i0, (void)w, (void)panel, (void)c, (void)ldc, (void)cols;
   }
 }
-
 
 /// Items [t0, t1) of C: item t is row block t / panels, panel t % panels.
 inline void block_scaled_gemm_items(std::size_t t0, std::size_t t1, std::size_t m,

@@ -22,6 +22,7 @@
 #include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
 #include "../../../kernels/threads.hpp"
+#include "../../../kernels/unrolled.hpp"
 #include "../engine_kernels.hpp"
 #include "../window_geometry.hpp"
 #include "integer_gemm.ipp"  // integer_product, the kernels conv2d_nhwc_s16 runs
@@ -887,14 +888,7 @@ XQ_DECL void unit_kernel_conv2d_f32(const float* x, std::size_t n, std::size_t h
 XQ_ISA_REGION_BEGIN(XQ_ISA_TARGET_avx512bw)
 namespace detail::stem_avx512 {
 
-template <class F, std::size_t... I>
-XQ_ALWAYS_INLINE void unrolled(F&& f, std::index_sequence<I...>) {
-  (f(std::integral_constant<std::size_t, I>{}), ...);
-}
-template <std::size_t Count, class F>
-XQ_ALWAYS_INLINE void unrolled(F&& f) {
-  unrolled(f, std::make_index_sequence<Count>{});
-}
+XQ_DEFINE_UNROLLED  // this region's own (kernels/unrolled.hpp says why)
 
 /// The conv pixels of one pool window (Taps <= 4 of them, at (rows[t], cols[t])) for the
 /// 64 output channels from f0, summed together so that each weight vector is loaded once
@@ -907,11 +901,11 @@ void pool_window_64(const float* x, std::size_t h, std::size_t w, std::size_t c,
                     const std::size_t* rows, const std::size_t* cols, const float* kernel, std::size_t f,
                     std::size_t f0, const float* bias, float* y) {
   __m512 acc[Taps][4];
-  unrolled<Taps>([&](auto t) { unrolled<4>([&](auto k) { acc[t][k] = _mm512_setzero_ps(); }); });
+  unrolled<Taps>([&](auto t) XQ_INLINE_LAMBDA { unrolled<4>([&](auto k) XQ_INLINE_LAMBDA { acc[t][k] = _mm512_setzero_ps(); }); });
   for (std::size_t u = 0; u < g.window[0]; ++u)
     for (std::size_t v = 0; v < g.window[1]; ++v) {
       const float* px[Taps];
-      unrolled<Taps>([&](auto t) {
+      unrolled<Taps>([&](auto t) XQ_INLINE_LAMBDA {
         const long row = long(rows[t] * g.strides[0] + u * g.dilation[0]) - long(g.pads[0]);
         const long col = long(cols[t] * g.strides[1] + v * g.dilation[1]) - long(g.pads[1]);
         const bool inside = row >= 0 && row < long(h) && col >= 0 && col < long(w);
@@ -920,17 +914,17 @@ void pool_window_64(const float* x, std::size_t h, std::size_t w, std::size_t c,
       const float* wr = kernel + (u * g.window[1] + v) * c * f + f0;
       for (std::size_t ch = 0; ch < c; ++ch, wr += f) {
         __m512 wv[4];
-        unrolled<4>([&](auto k) { wv[k] = _mm512_loadu_ps(wr + 16 * k); });
-        unrolled<Taps>([&](auto t) {
+        unrolled<4>([&](auto k) XQ_INLINE_LAMBDA { wv[k] = _mm512_loadu_ps(wr + 16 * k); });
+        unrolled<Taps>([&](auto t) XQ_INLINE_LAMBDA {
           const __m512 xv = _mm512_set1_ps(px[t] ? px[t][ch] : 0.0f);  // the padding's products too
-          unrolled<4>([&](auto k) { acc[t][k] = _mm512_fmadd_ps(xv, wv[k], acc[t][k]); });
+          unrolled<4>([&](auto k) XQ_INLINE_LAMBDA { acc[t][k] = _mm512_fmadd_ps(xv, wv[k], acc[t][k]); });
         });
       }
     }
-  unrolled<4>([&](auto k) {
+  unrolled<4>([&](auto k) XQ_INLINE_LAMBDA {
     __m512 m = _mm512_set1_ps(std::numeric_limits<float>::lowest());
     const __m512 b = bias ? _mm512_loadu_ps(bias + f0 + 16 * k) : _mm512_setzero_ps();
-    unrolled<Taps>([&](auto t) {
+    unrolled<Taps>([&](auto t) XQ_INLINE_LAMBDA {
       const __m512 tap = bias ? _mm512_add_ps(acc[t][k], b) : acc[t][k];
       m = _mm512_max_ps(tap, m);
     });
@@ -949,8 +943,7 @@ XQ_DECL void unit_kernel_conv2d_max_pool_f32(const float* x, std::size_t n, std:
   const std::size_t ph = pool.output_extent(ch, 0), pw = pool.output_extent(cw, 1);
   const std::size_t taps_max = pool.window[0] * pool.window[1];
   // AVX-512 where the pool window has at most 4 taps and the channels come in blocks of 64.
-  const bool wide = taps_max <= 4 && f % 64 == 0 && int(kernels::isa_cap()) >= int(kernels::cpu_isa::avx512bw) &&
-                    kernels::cpu().has(kernels::cpu_isa::avx512bw) && XQ_ISA_COMPILED(avx512bw);
+  const bool wide = taps_max <= 4 && f % 64 == 0 && XQ_ISA_COMPILED(avx512bw) && kernels::isa_usable(kernels::cpu_isa::avx512bw);
   (void)wide;
   detail::for_item_chunks(n, detail::engine_threads(n * ch * cw * f), [&](std::size_t b0, std::size_t b1) {
     std::vector<float> sums(taps_max * f);  // the window's conv pixels, computed where they are needed

@@ -31,8 +31,10 @@
 #include <immintrin.h>
 #endif
 
+#include "../../../core/error.hpp"
 #include "../../../kernels/isa_region.hpp"
 #include "../../../kernels/parallel.hpp"
+#include "../../../kernels/unrolled.hpp"
 #include "../integer_gemm.hpp"
 #include "../requantize.hpp"  // requantizer::round_float, the fused epilogue's scalar lanes
 
@@ -73,16 +75,6 @@ XQ_DECL packed_s16_matrix::packed_s16_matrix(const std::int16_t* b, std::size_t 
 }
 
 namespace detail {
-
-/// Calls f(0), ..., f(Count - 1), unrolled at compile time (binary_gemm.ipp's tiles).
-template <class F, std::size_t... I>
-XQ_ALWAYS_INLINE void unrolled(F&& f, std::index_sequence<I...>) {
-  (f(std::integral_constant<std::size_t, I>{}), ...);
-}
-template <std::size_t Count, class F>
-XQ_ALWAYS_INLINE void unrolled(F&& f) {
-  unrolled(f, std::make_index_sequence<Count>{});
-}
 
 XQ_ALWAYS_INLINE std::int32_t load_group(const void* a) {
   std::int32_t v;
@@ -292,12 +284,11 @@ inline std::size_t gemm_s16_block_rows(std::size_t k) {
 
 XQ_DECL kernels::cpu_isa integer_product_isa(bool int8_weights) noexcept {
   using kernels::cpu_isa;
-  const cpu_isa cap = kernels::isa_cap();
-  const auto usable = [&](cpu_isa isa) { return int(isa) <= int(cap) && kernels::cpu().has(isa); };
-  if (int8_weights && XQ_ISA_COMPILED(avx512_vnni) && usable(cpu_isa::avx512_vnni)) return cpu_isa::avx512_vnni;
-  if (int8_weights && XQ_ISA_COMPILED(avx_vnni) && usable(cpu_isa::avx_vnni)) return cpu_isa::avx_vnni;
-  if (XQ_ISA_COMPILED(avx512bw) && usable(cpu_isa::avx512bw)) return cpu_isa::avx512bw;
-  if (XQ_ISA_COMPILED(avx2) && usable(cpu_isa::avx2)) return cpu_isa::avx2;
+  using kernels::isa_usable;
+  if (int8_weights && XQ_ISA_COMPILED(avx512_vnni) && isa_usable(cpu_isa::avx512_vnni)) return cpu_isa::avx512_vnni;
+  if (int8_weights && XQ_ISA_COMPILED(avx_vnni) && isa_usable(cpu_isa::avx_vnni)) return cpu_isa::avx_vnni;
+  if (XQ_ISA_COMPILED(avx512bw) && isa_usable(cpu_isa::avx512bw)) return cpu_isa::avx512bw;
+  if (XQ_ISA_COMPILED(avx2) && isa_usable(cpu_isa::avx2)) return cpu_isa::avx2;
   return cpu_isa::portable;
 }
 
@@ -305,9 +296,21 @@ XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, con
                              const std::int32_t* bias, std::int32_t* c, const fused_requantization* rq) {
   using kernels::cpu_isa;
   const std::size_t n = b.cols(), panels = b.panels();
+  // A kernel this CPU does not run would stop the program (SIGILL): refused instead.
+  if (!kernels::cpu().has(isa))
+    throw argument_error("integer_product", "an instruction set this CPU runs (" + kernels::cpu().describe() + ")",
+                         kernels::isa_name(isa));
+  const bool vnni = isa == cpu_isa::avx512_vnni || isa == cpu_isa::avx_vnni;
+  if (bool(a.u8) == bool(a.s16) || vnni != bool(a.u8))
+    throw argument_error("integer_product", vnni ? "u8 operands (and only them) for a VPDPBUSD kernel"
+                                                 : "int16 operands (and only them) for a VPMADDWD or portable kernel",
+                         std::string(a.u8 ? "u8" : "no u8") + " and " + (a.s16 ? "int16" : "no int16") + " rows for " +
+                             kernels::isa_name(isa));
   if (a.rows == 0 || n == 0) return;
   if (a.u8) {
-    if (!b.has_int8_form()) throw std::logic_error("integer_product: u8 operands need the weights' int8 form");
+    if (!b.has_int8_form())
+      throw argument_error("integer_product", "weights with an int8 form for u8 operands (all in [-128, 127])",
+                           "weights without one");
     const std::uint8_t* const* rows = a.u8;
     const std::int8_t* w = b.quads_data().data();
     const std::size_t groups = a.groups;
@@ -321,7 +324,7 @@ XQ_DECL void integer_product(kernels::cpu_isa isa, const integer_operand& a, con
       return detail::avx_vnni_kernels::product_rows(rows, a.rows, a.segments, a.segment_stride, groups, a.tail, w,
                                                     panels, bias, n, c, rq);
 #endif
-    throw std::logic_error("integer_product: u8 operands need a VNNI kernel");
+    throw argument_error("integer_product", "a VPDPBUSD kernel compiled in this build", kernels::isa_name(isa));
   }
   const std::int16_t* const* rows = a.s16;
   const auto* w = reinterpret_cast<const std::int8_t*>(b.data().data());

@@ -82,7 +82,7 @@ XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const ru
     e.real_bias = real_bias.data();
     e.out_scale = out_scale;
     e.zero_point = out_zero_point;
-    e.qmin = relu ? std::max(out_qmin, out_zero_point) : out_qmin;
+    e.qmin = saturation_min();
     e.qmax = out_qmax;
     const std::int32_t* b = bias.empty() ? nullptr : bias.data();
     engine_tensor y;
@@ -184,17 +184,17 @@ XQ_DECL void integer_linear_op::run(std::vector<engine_tensor>& values, const ru
     y.qmin = out_qmin;
     y.qmax = out_qmax;
     y.integer.resize(acc.size());
-    const std::int32_t out_qmin = relu ? std::max(this->out_qmin, out_zero_point) : this->out_qmin;
+    const std::int32_t lowest = saturation_min();  // out_qmin, or the fused ReLU's zero point
     if (float_bias) {
       const float inverse = 1.0f / out_scale;
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t q = 0; q < f; ++q) {
           const float v = (float(acc[r * f + q]) * real_scale[q] + real_bias[q]) * inverse;
           const long z = std::lrint(std::max(-1e9f, std::min(1e9f, v))) + out_zero_point;
-          y.integer[r * f + q] = static_cast<std::int16_t>(std::max<long>(out_qmin, std::min<long>(out_qmax, z)) - out_zero_point);
+          y.integer[r * f + q] = static_cast<std::int16_t>(std::max<long>(lowest, std::min<long>(out_qmax, z)) - out_zero_point);
         }
     } else {
-      requant.apply(acc.data(), rows, out_zero_point, out_qmin, out_qmax, y.integer.data());
+      requant.apply(acc.data(), rows, out_zero_point, lowest, out_qmax, y.integer.data());
     }
   } else {
     y.kind = value_kind::real;

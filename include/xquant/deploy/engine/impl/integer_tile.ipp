@@ -23,20 +23,10 @@
 // addresses (a GEMM's rows, or a convolution's output pixels read straight from the image:
 // then A's row is `segments` runs of `groups` groups, `segment_stride` values apart).
 
-/// Calls f(0), ..., f(Count - 1) unrolled at compile time (the tile's registers must stay
-/// registers; GCC keeps an array indexed in a loop in memory). Defined here, not shared, so
-/// that the lambdas it calls are compiled in this region's instruction set.
-template <class F, std::size_t... I>
-XQ_ALWAYS_INLINE void unrolled(F&& f, std::index_sequence<I...>) {
-  (f(std::integral_constant<std::size_t, I>{}), ...);
-}
-template <std::size_t Count, class F>
-XQ_ALWAYS_INLINE void unrolled(F&& f) {
-  unrolled(f, std::make_index_sequence<Count>{});
-}
-
 constexpr std::size_t group = 4 / sizeof(ops::operand);
 constexpr std::size_t lanes_per_reg = 16 / ops::regs;
+
+XQ_DEFINE_UNROLLED  // this region's own (kernels/unrolled.hpp says why)
 
 /// One group of K for every row of a tile: the weights' registers once, then each row's
 /// broadcast against them. A function, not a lambda: always inlined, so the accumulators
@@ -48,10 +38,10 @@ XQ_ALWAYS_INLINE void tile_step(typename ops::reg (&acc)[ops::tile_rows][Panels 
                                 std::size_t panel_bytes, std::size_t tail) {
   constexpr std::size_t R = ops::regs;
   typename ops::reg wv[Panels * R];
-  unrolled<Panels * R>([&](auto q) { wv[q] = ops::load_w(wblock + (q / R) * panel_bytes, q % R); });
-  unrolled<ops::tile_rows>([&](auto r) {
+  unrolled<Panels * R>([&](auto q) XQ_INLINE_LAMBDA { wv[q] = ops::load_w(wblock + (q / R) * panel_bytes, q % R); });
+  unrolled<ops::tile_rows>([&](auto r) XQ_INLINE_LAMBDA {
     const typename ops::areg x = Partial ? ops::broadcast_tail(at[r], tail) : ops::broadcast(at[r]);
-    unrolled<Panels * R>([&](auto q) { acc[r][q] = ops::dot(acc[r][q], x, wv[q]); });
+    unrolled<Panels * R>([&](auto q) XQ_INLINE_LAMBDA { acc[r][q] = ops::dot(acc[r][q], x, wv[q]); });
   });
 }
 
@@ -66,27 +56,27 @@ void product_tile(const ops::operand* const* a, std::size_t segments, std::size_
                   const fused_requantization* rq = nullptr, std::int16_t* out = nullptr) {
   constexpr std::size_t Rows = ops::tile_rows, R = ops::regs;
   typename ops::reg acc[Rows][Panels * R];
-  unrolled<Panels * R>([&](auto q) {
+  unrolled<Panels * R>([&](auto q) XQ_INLINE_LAMBDA {
     const typename ops::reg b = ops::load_bias(bias16 + (q / R) * 16, q % R);
-    unrolled<Rows>([&](auto r) { acc[r][q] = b; });
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { acc[r][q] = b; });
   });
   const std::size_t whole = tail ? groups - 1 : groups;
   const std::int8_t* wblock = w;
   for (std::size_t s = 0; s < segments; ++s) {
     const typename ops::operand* at[Rows];
-    unrolled<Rows>([&](auto r) { at[r] = a[r] + s * segment_stride; });
+    unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { at[r] = a[r] + s * segment_stride; });
     for (std::size_t g = 0; g < whole; ++g) {
       tile_step<Panels, false>(acc, at, wblock, panel_bytes, tail);
       wblock += 64;
-      unrolled<Rows>([&](auto r) { at[r] += group; });
+      unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA { at[r] += group; });
     }
     if (tail) {
       tile_step<Panels, true>(acc, at, wblock, panel_bytes, tail);
       wblock += 64;
     }
   }
-  unrolled<Rows>([&](auto r) {
-    unrolled<Panels * R>([&](auto q) {
+  unrolled<Rows>([&](auto r) XQ_INLINE_LAMBDA {
+    unrolled<Panels * R>([&](auto q) XQ_INLINE_LAMBDA {
       const std::size_t first = (q / R) * 16 + (q % R) * lanes_per_reg;
       const std::size_t valid = q / R + 1 < Panels ? lanes_per_reg
                                 : cols > (q % R) * lanes_per_reg ? std::min(lanes_per_reg, cols - (q % R) * lanes_per_reg)
