@@ -87,6 +87,24 @@ TEST_CASE("tf fake_quant: min = max = 0 gives zeros and passes the gradient", "[
                                                               xq::vector{1.0f, 0.0f});
   CHECK(y(0, 1) == 0.0f);
   CHECK(y(1, 1) == 0.0f);
+
+  // 40 channels (two SIMD batches and a tail), channel 21 degenerate: the walkers take the
+  // kernel with the per-element min = max = 0 test for the whole tensor, and only then.
+  const std::size_t C = 40;
+  xq::vector mins = xt::full_like(xq::vector::from_shape({C}), -2.0f), maxs = xt::full_like(mins, 3.0f);
+  mins(21) = maxs(21) = 0.0f;
+  tensor wide = tensor::from_shape({5, C});
+  for (std::size_t i = 0; i < wide.size(); ++i) wide.data()[i] = 0.37f * float(i % 17) - 2.5f;
+  const auto yw = tf::fake_quant_with_min_max_vars_per_channel(wide, mins, maxs);
+  const auto gw = tf::fake_quant_with_min_max_vars_per_channel_gradient(wide, wide, mins, maxs);
+  const auto one = tf::fake_quant_with_min_max_vars(wide, -2.0f, 3.0f);
+  const auto one_dx = tf::fake_quant_with_min_max_vars_gradient(wide, wide, -2.0f, 3.0f).dx;
+  for (std::size_t r = 0; r < 5; ++r)
+    for (std::size_t c = 0; c < C; ++c) {
+      INFO("row " << r << ", channel " << c);
+      CHECK(yw(r, c) == (c == 21 ? 0.0f : one(r, c)));
+      CHECK(gw.dx(r, c) == (c == 21 ? wide(r, c) : one_dx(r, c)));
+    }
 }
 
 TEST_CASE("tf fake_quant: bad input is rejected with a clear message", "[tf][fake_quant][errors]") {

@@ -19,6 +19,7 @@
 ///  - like every TF CPU op, it runs with denormals flushed to zero
 ///    (core/fp_environment.hpp): a denormal input counts as 0.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -112,7 +113,8 @@ struct fake_quant_kernel {
 };
 
 /// Per-channel ranges, structure of arrays (channels on the last axis).
-template <revision Rev, step_form Form>
+/// MayPassAll = false: no channel has min = max = 0 (the kernels skip that test).
+template <revision Rev, step_form Form, bool MayPassAll = true>
 struct fake_quant_channels {
   const float* nudged_min;
   const float* nudged_max;
@@ -121,8 +123,8 @@ struct fake_quant_channels {
   const float* quant_zero;
   const float* pass_all;
 
-  template <class P>
-  XQ_HOST_DEVICE fake_quant_kernel<Rev, Form, P> at(std::size_t c) const {
+  template <class P>  // inlined: the walkers call it once per column of a tile
+  XQ_ALWAYS_INLINE XQ_HOST_DEVICE fake_quant_kernel<Rev, Form, P, MayPassAll> at(std::size_t c) const {
     return {math::load_param<P>(nudged_min + c), math::load_param<P>(nudged_max + c),
             math::load_param<P>(scale + c), math::load_param<P>(inv_scale + c),
             math::load_param<P>(quant_zero + c), math::load_param<P>(pass_all + c)};
@@ -173,9 +175,18 @@ struct channel_ranges {
       pass_all[c] = k.pass_all;
     }
   }
-  fake_quant_channels<Rev, Form> table() const {
+  template <bool MayPassAll = true>
+  fake_quant_channels<Rev, Form, MayPassAll> table() const {
     return {nudged_min.data(), nudged_max.data(), scale.data(),
             inv_scale.data(),  quant_zero.data(), pass_all.data()};
+  }
+
+  /// f(table) with the per-element min = max = 0 test only where some channel
+  /// has that range: the test is two of the ten operations per batch.
+  template <class F>
+  void with_table(F&& f) const {
+    if (std::find(pass_all.begin(), pass_all.end(), 1.0f) != pass_all.end()) f(table<true>());
+    else f(table<false>());
   }
 };
 
@@ -349,10 +360,10 @@ tensor fake_quant_with_min_max_vars_per_channel(const tensor& x, const vector& m
   tensor y = tensor::from_shape(x.shape());
   if (rev == revision::current) {
     const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
-    kernels::forward_channels(Policy{}, ranges.table(), layout, x.data(), y.data());
+    ranges.with_table([&](const auto& t) { kernels::forward_channels(Policy{}, t, layout, x.data(), y.data()); });
   } else {
     const detail::channel_ranges<revision::legacy, step_form::quotient> ranges(min, max, g, where);
-    kernels::forward_channels(Policy{}, ranges.table(), layout, x.data(), y.data());
+    ranges.with_table([&](const auto& t) { kernels::forward_channels(Policy{}, t, layout, x.data(), y.data()); });
   }
   return y;
 }
@@ -369,8 +380,9 @@ fake_quant_result fake_quant_with_min_max_vars_per_channel_and_mask(const tensor
   const auto layout = detail::last_axis_layout(x, min, max, where);
   fake_quant_result r{tensor::from_shape(x.shape()), mask_tensor(x.shape())};
   const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
-  kernels::forward_channels_with_mask(Policy{}, ranges.table(), layout, x.data(), r.y.data(),
-                                      r.mask.data());
+  ranges.with_table([&](const auto& t) {
+    kernels::forward_channels_with_mask(Policy{}, t, layout, x.data(), r.y.data(), r.mask.data());
+  });
   return r;
 }
 
@@ -387,7 +399,8 @@ fake_quant_channel_gradients fake_quant_with_min_max_vars_per_channel_gradient(
   const detail::channel_ranges<revision::current, step_form::product> ranges(min, max, g, where);
   fake_quant_channel_gradients r{tensor::from_shape(x.shape()), vector::from_shape({layout.channels}),
                                  vector::from_shape({layout.channels})};
-  kernels::backward_channels(Policy{}, ranges.table(), layout, x.data(), dy.data(), r.dx.data());
+  ranges.with_table(
+      [&](const auto& t) { kernels::backward_channels(Policy{}, t, layout, x.data(), dy.data(), r.dx.data()); });
   const std::size_t C = layout.channels;
   for (std::size_t c = 0; c < C; ++c) {
     // TF sums each channel as a full reduction of its column (a chip of the [N, C] view).
