@@ -61,6 +61,13 @@ namespace ops {
 XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geometry& geometry,
                    const std::string& path = "conv2d");
 
+/// ops::conv2d whose sums (the convolution without its bias, shape (N, OH, OW, F)) the
+/// caller computed with a faster kernel for special operands (wrappers/xnor_forward.hpp:
+/// XNOR-popcount of ±1 values, bit-identical to the float kernels' sums); the bias is
+/// added and the backward is conv2d's.
+XQ_DECL var conv2d_with_sums(const var& x, const var& w, const var* b, const conv2d_geometry& geometry,
+                             tensor sums, const std::string& path = "conv2d");
+
 }  // namespace ops
 
 /// 2-D convolution layer (Keras Conv2D without activation). The kernel (KH, KW, C, F),

@@ -19,6 +19,13 @@ namespace ops {
 /// x (..., in) · w (in, out) [+ b (out)] on the tape. `path` names the caller in errors.
 XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::string& path = "matmul");
 
+/// matmul_bias whose sums (x · w, shape x's with the last axis `out`) the caller computed
+/// with a faster kernel for special operands (wrappers/xnor_forward.hpp: XNOR-popcount of
+/// ±1 values, the float product's sums bit for bit); the bias is added, the backward is
+/// matmul_bias's.
+XQ_DECL var matmul_bias_with_sums(const var& x, const var& w, const var* b, tensor sums,
+                                  const std::string& path = "matmul");
+
 }  // namespace ops
 
 /// Fully connected layer (Keras Dense, no activation).

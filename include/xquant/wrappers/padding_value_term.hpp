@@ -30,8 +30,10 @@ namespace xq::ops {
 /// shape (KH, KW, C, F)) plus `value` times the kernel's taps on the padding, computed in
 /// `y`'s buffer: conv2d's backward never reads its output, and `y` is the conv's fresh
 /// result. Records the kernel's gradient when it wants one. `path` names the layer in errors.
+/// `in_value`: y already holds the term (a convolution that padded with `value` itself,
+/// xnor_forward.hpp's); only the gradient is recorded.
 XQ_DECL var add_padding_value_term(var y, const var& kernel, const window2d& g, float value,
-                                   const std::string& path);
+                                   const std::string& path, bool in_value = false);
 
 }  // namespace xq::ops
 

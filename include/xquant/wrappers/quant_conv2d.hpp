@@ -63,7 +63,8 @@ class quant_conv2d : public detail::quant_window_layer<quant_conv2d<InputQ, Kern
     this->ensure_built(x);
     const var in = input_quantizer(x);
     const var kernel = kernel_quantizer(var(this->layer_.kernel()));
-    return this->conv_window_call(in, kernel);
+    const bool binary = declared_precision(input_quantizer) == 1 && declared_precision(kernel_quantizer) == 1;
+    return this->conv_window_call(in, kernel, binary);
   }
 
   /// The input quantizer's precision in bits; nullopt without one (Larq's summary: "-").

@@ -31,6 +31,7 @@
 #include "../layers/dense.hpp"
 #include "../quantizers/no_quantizer.hpp"
 #include "wrapped_layer.hpp"
+#include "xnor_forward.hpp"
 
 namespace xq {
 
@@ -67,7 +68,14 @@ class quant_dense : public wrapped_layer<quant_dense<InputQ, KernelQ>, dense> {
     this->ensure_built(x);
     const var in = input_quantizer(x);
     const var kernel = kernel_quantizer(var(this->layer_.kernel()));
-    return this->layer_.call_with(in, kernel, this->layer_.bias() ? var(this->layer_.bias()) : var());
+    const var bias = this->layer_.bias() ? var(this->layer_.bias()) : var();
+    // ±1 inputs and kernel (both quantizers 1-bit, and the values say so): XNOR-popcount sums.
+    if (declared_precision(input_quantizer) == 1 && declared_precision(kernel_quantizer) == 1 &&
+        kernel.dimension() == 2 && in.dimension() >= 2 && in.shape().back() == kernel.shape()[0])
+      if (auto sums = detail::xnor_dense_sums(in.value(), kernel.value()))
+        return ops::matmul_bias_with_sums(in, kernel, bias.defined() ? &bias : nullptr, std::move(*sums),
+                                          this->layer_.path());
+    return this->layer_.call_with(in, kernel, bias);
   }
 
   /// The input quantizer's precision in bits; nullopt without one (Larq's summary: "-").

@@ -16,6 +16,7 @@
 #include "../kernels/padding.hpp"
 #include "padding_value_term.hpp"
 #include "wrapped_layer.hpp"
+#include "xnor_forward.hpp"
 
 namespace xq {
 
@@ -86,14 +87,27 @@ class quant_window_layer : public wrapped_layer<Self, Float> {
   /// `window_call` for a conv2d (quant_conv2d): with a padding value, the zero-padded
   /// convolution plus the value's term (padding_value_term.hpp), which computes what
   /// padding the input does without the padded copy, on the faster same-padded convolution.
-  var conv_window_call(const var& in, const var& kernel) const {
+  /// `binary`: the quantizers give ±1 (1-bit); where the values are (and the border is +1
+  /// or absent), the sums come from XNOR-popcount (xnor_forward.hpp), the backward the same.
+  var conv_window_call(const var& in, const var& kernel, bool binary = false) const {
     const var bias = this->layer_.bias() ? var(this->layer_.bias()) : var();
     const conv2d_geometry& g = this->layer_.geometry();
-    if (g.padding != padding::same || pad_value_ == 0.0f) return this->layer_.call_with(in, kernel, bias);
+    const bool value_padded = g.padding == padding::same && pad_value_ != 0.0f;
+    if (!value_padded && !binary) return this->layer_.call_with(in, kernel, bias);
     require_shape(this->path(), in.shape(), {any('N'), any('H'), any('W'), any('C')});
     const auto k = this->layer_.kernel_size();
     const window2d w = resolve_window(this->path(), in.shape(), k[0], k[1], g);
-    return ops::add_padding_value_term(this->layer_.call_with(in, kernel, bias), kernel, w, pad_value_, this->path());
+    // (A kernel of another shape is left to the convolution, which says what it expected.)
+    const bool kernel_fits = kernel.dimension() == 4 && kernel.shape()[0] == k[0] && kernel.shape()[1] == k[1] &&
+                             kernel.shape()[2] == w.channels;
+    if (binary && kernel_fits && (g.padding == padding::valid || pad_value_ == 1.0f))
+      if (auto sums = xnor_conv2d_sums(in.value(), kernel.value(), w)) {
+        var y = ops::conv2d_with_sums(in, kernel, bias.defined() ? &bias : nullptr, g, std::move(*sums),
+                                      this->layer_.path());
+        return value_padded ? ops::add_padding_value_term(y, kernel, w, pad_value_, this->path(), /*in_value=*/true) : y;
+      }
+    var y = this->layer_.call_with(in, kernel, bias);
+    return value_padded ? ops::add_padding_value_term(y, kernel, w, pad_value_, this->path()) : y;
   }
 
  private:

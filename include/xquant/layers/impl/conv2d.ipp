@@ -25,10 +25,11 @@ XQ_DECL std::size_t images_per_block(const window2d& g) {
 
 }  // namespace detail
 
-namespace ops {
+namespace detail {
 
-XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geometry& geometry,
-                   const std::string& path) {
+/// ops::conv2d and ops::conv2d_with_sums: `given` (when not null) holds the sums.
+XQ_DECL var conv2d_op(const var& x, const var& w, const var* b, const conv2d_geometry& geometry,
+                      const std::string& path, tensor* given) {
   if (w.dimension() != 4)
     throw shape_error(path, "kernel of rank 4 (KH, KW, C, F)", detail::shape_string(w.shape()));
   const std::size_t kh = w.shape()[0], kw = w.shape()[1], c = w.shape()[2], f = w.shape()[3];
@@ -45,7 +46,16 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
   const bool keep_cols = record && w.requires_grad() && !pointwise;
   const std::size_t block = detail::images_per_block(g);
 
-  tensor y = tensor::from_shape({g.batch, g.out_h, g.out_w, f});
+  tensor y = given ? std::move(*given) : tensor::from_shape({g.batch, g.out_h, g.out_w, f});
+  if (given) {
+    require_shape(path + " (given sums)", y.shape(), {exactly(g.batch), exactly(g.out_h), exactly(g.out_w), exactly(f)});
+    if (b) {
+      const float* bias = b->value().data();
+      float* out = y.data();
+      for (std::size_t p = 0; p < m; ++p)
+        for (std::size_t j = 0; j < f; ++j) out[p * f + j] += bias[j];
+    }
+  }
 #if XQ_HAVE_ONEDNN
   if (!pointwise && kernels::use_onednn(g)) {
     // What oneDNN refuses comes back naming the layer.
@@ -56,7 +66,7 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
         throw error(where + ": " + e.what());
       }
     };
-    on_layer(path, [&] {
+    if (!given) on_layer(path, [&] {
       kernels::onednn::conv2d_forward(g, f, x.value().data(), w.value().data(), b ? b->value().data() : nullptr,
                                       y.data());
     });
@@ -96,7 +106,9 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
     kernels::gemm(false, false, count, f, k, 1.0f, a, k, w.value().data(), f, b ? 1.0f : 0.0f, yb, f);
   };
   std::shared_ptr<float[]> cols;
-  if (pointwise) {
+  if (given) {
+    // The kernel gradient's columns are built in the backward (when it runs).
+  } else if (pointwise) {
     multiply(x.value().data(), 0, m);
   } else {
     cols = detail::workspace((keep_cols ? g.batch : block) * rows * k);
@@ -113,6 +125,10 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
 
   const var bias = b ? *b : var();
   return make_result(std::move(y), record, [x, w, bias, g, cols, pointwise, m, k, f](const tensor& dy) mutable {
+    if (w.requires_grad() && !pointwise && !cols) {  // the forward had its sums given
+      cols = workspace(m * k);
+      kernels::im2col(x.value().data(), g, cols.get());
+    }
     if (w.requires_grad()) {
       // dwᵀ = dyᵀ · cols, then transposed (F x K is small): OpenBLAS packs this operand
       // order faster than colsᵀ · dy (5-10% on the 3x3 32->64 conv).
@@ -150,6 +166,20 @@ XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geomet
     }
     cols.reset();
   });
+}
+
+}  // namespace detail
+
+namespace ops {
+
+XQ_DECL var conv2d(const var& x, const var& w, const var* b, const conv2d_geometry& geometry,
+                   const std::string& path) {
+  return detail::conv2d_op(x, w, b, geometry, path, nullptr);
+}
+
+XQ_DECL var conv2d_with_sums(const var& x, const var& w, const var* b, const conv2d_geometry& geometry,
+                             tensor sums, const std::string& path) {
+  return detail::conv2d_op(x, w, b, geometry, path, &sums);
 }
 
 }  // namespace ops

@@ -14,9 +14,10 @@ namespace xq {
 
 XQ_DEFINE_SPECIAL_MEMBERS(dense)
 
-namespace ops {
+namespace detail {
 
-XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::string& path) {
+/// matmul_bias and matmul_bias_with_sums: `given` (when not null) holds the sums.
+XQ_DECL var matmul_bias_op(const var& x, const var& w, const var* b, const std::string& path, tensor* given) {
   if (w.dimension() != 2)
     throw shape_error(path, "kernel of rank 2 (in, out)", detail::shape_string(w.shape()));
   const std::size_t in = w.shape()[0], out = w.shape()[1];
@@ -30,12 +31,20 @@ XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::str
   const std::size_t rows = x.size() / in;
   tensor::shape_type y_shape = x.shape();
   y_shape.back() = out;
-  tensor y = tensor::from_shape(y_shape);
-  if (b) {
-    for (std::size_t r = 0; r < rows; ++r) std::copy(b->value().begin(), b->value().end(), y.data() + r * out);
+  tensor y = given ? std::move(*given) : tensor::from_shape(y_shape);
+  if (given) {
+    if (y.shape() != y_shape)
+      throw shape_error(path + " (given sums)", detail::shape_string(y_shape), detail::shape_string(y.shape()));
+    if (b)
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < out; ++j) y.data()[r * out + j] += b->value().data()[j];
+  } else {
+    if (b) {
+      for (std::size_t r = 0; r < rows; ++r) std::copy(b->value().begin(), b->value().end(), y.data() + r * out);
+    }
+    kernels::gemm(false, false, rows, out, in, 1.0f, x.value().data(), in, w.value().data(), out,
+                  b ? 1.0f : 0.0f, y.data(), out);
   }
-  kernels::gemm(false, false, rows, out, in, 1.0f, x.value().data(), in, w.value().data(), out,
-                b ? 1.0f : 0.0f, y.data(), out);
   notify_op(path, "matmul", y.shape(), w.shape());  // for xq::summarize's MAC count
 
   const bool record = b ? needs_grad(x, w, *b) : needs_grad(x, w);
@@ -60,6 +69,18 @@ XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::str
       add_grad(bias, std::move(db));
     }
   });
+}
+
+}  // namespace detail
+
+namespace ops {
+
+XQ_DECL var matmul_bias(const var& x, const var& w, const var* b, const std::string& path) {
+  return detail::matmul_bias_op(x, w, b, path, nullptr);
+}
+
+XQ_DECL var matmul_bias_with_sums(const var& x, const var& w, const var* b, tensor sums, const std::string& path) {
+  return detail::matmul_bias_op(x, w, b, path, &sums);
 }
 
 }  // namespace ops

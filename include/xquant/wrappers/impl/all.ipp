@@ -9,3 +9,4 @@
 #include "site_quantizers.ipp"
 #include "wrapped_layer.ipp"
 #include "wrapper_settings.ipp"
+#include "xnor_forward.ipp"

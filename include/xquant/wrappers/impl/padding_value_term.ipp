@@ -45,7 +45,7 @@ XQ_DECL std::vector<border_pixel> border_pixels(const window2d& g) {
 namespace ops {
 
 XQ_DECL var add_padding_value_term(var y, const var& kernel, const window2d& g, float value,
-                                   const std::string& path) {
+                                   const std::string& path, bool in_value) {
   using detail::any;
   using detail::exactly;
   using detail::require_shape;
@@ -57,25 +57,27 @@ XQ_DECL var add_padding_value_term(var y, const var& kernel, const window2d& g, 
   auto borders = std::make_shared<const std::vector<detail::border_pixel>>(detail::border_pixels(g));
   if (borders->empty()) return y;
 
-  // Per tap and filter: value * the kernel summed over input channels (in double: one
-  // rounding per term; integers stay exact).
-  const float* k = kernel.value().data();
-  std::vector<double> tap_sums(taps * F, 0.0);
-  for (std::size_t t = 0; t < taps; ++t)
-    for (std::size_t c = 0; c < C; ++c)
-      for (std::size_t f = 0; f < F; ++f) tap_sums[t * F + f] += k[(t * C + c) * F + f];
-  std::vector<float> term(F);
-  float* yp = y.value().data();
   const std::size_t image = g.out_h * g.out_w * F;
-  for (const detail::border_pixel& b : *borders) {
-    for (std::size_t f = 0; f < F; ++f) {
-      double s = 0.0;
-      for (const std::size_t t : b.taps) s += tap_sums[t * F + f];
-      term[f] = static_cast<float>(static_cast<double>(value) * s);
-    }
-    for (std::size_t n = 0; n < g.batch; ++n) {
-      float* row = yp + n * image + b.pixel * F;
-      for (std::size_t f = 0; f < F; ++f) row[f] += term[f];
+  if (!in_value) {
+    // Per tap and filter: value * the kernel summed over input channels (in double: one
+    // rounding per term; integers stay exact).
+    const float* k = kernel.value().data();
+    std::vector<double> tap_sums(taps * F, 0.0);
+    for (std::size_t t = 0; t < taps; ++t)
+      for (std::size_t c = 0; c < C; ++c)
+        for (std::size_t f = 0; f < F; ++f) tap_sums[t * F + f] += k[(t * C + c) * F + f];
+    std::vector<float> term(F);
+    float* yp = y.value().data();
+    for (const detail::border_pixel& b : *borders) {
+      for (std::size_t f = 0; f < F; ++f) {
+        double s = 0.0;
+        for (const std::size_t t : b.taps) s += tap_sums[t * F + f];
+        term[f] = static_cast<float>(static_cast<double>(value) * s);
+      }
+      for (std::size_t n = 0; n < g.batch; ++n) {
+        float* row = yp + n * image + b.pixel * F;
+        for (std::size_t f = 0; f < F; ++f) row[f] += term[f];
+      }
     }
   }
 
