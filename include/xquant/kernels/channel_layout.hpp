@@ -25,8 +25,8 @@ struct channel_layout {
     const long rank = long(shape.size());
     const long a = axis < 0 ? axis + rank : axis;
     if (rank == 0 || a < 0 || a >= rank) {
-      throw argument_error(where, detail::concat("an axis in [", -rank, ", ", rank - 1, "]"),
-                           detail::concat("axis ", axis, " for a tensor of rank ", rank));
+      throw argument_error(where, xq::detail::concat("an axis in [", -rank, ", ", rank - 1, "]"),
+                           xq::detail::concat("axis ", axis, " for a tensor of rank ", rank));
     }
     channel_layout l;
     for (long d = 0; d < a; ++d) l.outer *= std::size_t(shape[std::size_t(d)]);

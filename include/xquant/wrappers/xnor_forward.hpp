@@ -4,7 +4,7 @@
 ///
 /// A quant_conv2d whose input and kernel quantizers both give ±1 (Larq's signs) computes
 /// sums of ±1 products: small integers, exact in float32 whatever the order of the
-/// additions. So the binary engine's product (deploy/engine/binary_gemm.hpp: 64 products
+/// additions. So the binary engine's product (kernels/binary_gemm.hpp: 64 products
 /// per XOR and popcount) gives the float convolution's sums bit for bit, at a fraction of
 /// its cost; the backward stays the float convolution's (its operands, the gradients, are
 /// not binary). Whether the values are ±1 is read from the values themselves while they

@@ -2,6 +2,7 @@
 /// \file all.ipp
 /// The kernels room's compiled code, for <xquant/src.hpp>: every .ipp of kernels/impl/.
 
+#include "binary_gemm.ipp"
 #include "gemm.ipp"
 #include "idle_cores.ipp"
 #include "im2col.ipp"

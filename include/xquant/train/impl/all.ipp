@@ -14,3 +14,4 @@
 #include "rank_agreement.ipp"
 #include "schedule.ipp"
 #include "sgd.ipp"
+#include "sensitivity.ipp"

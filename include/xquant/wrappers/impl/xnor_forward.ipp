@@ -3,6 +3,7 @@
 /// xnor_forward.hpp's code.
 
 #include <algorithm>
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -10,7 +11,7 @@
 #include <immintrin.h>
 #endif
 
-#include "../../deploy/engine/engine_kernels.hpp"
+#include "../../kernels/binary_gemm.hpp"
 #include "../xnor_forward.hpp"
 
 namespace xq::detail {
@@ -115,25 +116,39 @@ XQ_DECL std::optional<tensor> xnor_conv2d_sums(const tensor& x, const tensor& ke
   // The kernel first: it is small, and a float kernel is the usual way out.
   std::vector<std::uint64_t> weights(F * words_per_row);
   if (!pack_sign_columns(kernel.data(), taps * C, F, C, weights.data())) return std::nullopt;
-  deploy::window_geometry e;
-  e.window = {g.k_h, g.k_w};
-  e.strides = {g.stride_h, g.stride_w};
-  e.dilation = {g.dilation_h, g.dilation_w};
-  const auto far_pad = [](std::size_t out, std::size_t stride, std::size_t k, std::size_t dilation, std::size_t in,
-                          std::size_t near) {
-    const std::size_t reach = (out - 1) * stride + (k - 1) * dilation + 1;
-    return reach > in + near ? reach - in - near : 0;
-  };
-  e.pads = {g.pad_top, g.pad_left, far_pad(g.out_h, g.stride_h, g.k_h, g.dilation_h, g.in_h, g.pad_top),
-            far_pad(g.out_w, g.stride_w, g.k_w, g.dilation_w, g.in_w, g.pad_left)};
-  if (g.out_h == 0 || g.out_w == 0 || e.output_extent(g.in_h, 0) != g.out_h || e.output_extent(g.in_w, 1) != g.out_w)
-    return std::nullopt;
+  if (g.out_h == 0 || g.out_w == 0 || g.batch == 0) return std::nullopt;
   // Not value-initialized: a float input is found out on its first row.
-  const std::unique_ptr<std::uint64_t[]> bits(new std::uint64_t[g.batch * g.in_h * g.in_w * wpp]);
-  if (!pack_exact_signs(x.data(), g.batch * g.in_h * g.in_w, C, bits.get())) return std::nullopt;
+  const std::size_t pixels = g.batch * g.in_h * g.in_w;
+  const std::unique_ptr<std::uint64_t[]> bits(new std::uint64_t[pixels * wpp]);
+  if (!pack_exact_signs(x.data(), pixels, C, bits.get())) return std::nullopt;
+  // The window's bits per output pixel, (kh, kw, word) order, all-zero words (+1) on the
+  // padding; about 1 MiB of them at a time (whole images), still in cache for the product.
+  const std::size_t rows_per_image = g.out_h * g.out_w, image_words = rows_per_image * words_per_row;
+  const std::size_t images = std::min(g.batch, std::max<std::size_t>(1, (std::size_t(1) << 17) / image_words));
+  std::vector<std::uint64_t> cols(images * image_words);
   std::vector<std::int32_t> acc(g.out_pixels() * F);
-  deploy::binary_conv2d_nhwc(bits.get(), g.batch, g.in_h, g.in_w, wpp, e, weights.data(), F,
-                             std::int32_t(taps * C), acc.data());
+  for (std::size_t n0 = 0; n0 < g.batch; n0 += images) {
+    const std::size_t count = std::min(images, g.batch - n0);
+    std::fill(cols.begin(), cols.end(), std::uint64_t(0));
+    for (std::size_t n = 0; n < count; ++n)
+      for (std::size_t oh = 0; oh < g.out_h; ++oh)
+        for (std::size_t ow = 0; ow < g.out_w; ++ow) {
+          std::uint64_t* row = cols.data() + ((n * g.out_h + oh) * g.out_w + ow) * words_per_row;
+          for (std::size_t u = 0; u < g.k_h; ++u) {
+            const auto ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
+            if (ih < 0 || ih >= std::ptrdiff_t(g.in_h)) continue;
+            for (std::size_t v = 0; v < g.k_w; ++v) {
+              const auto iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
+              if (iw < 0 || iw >= std::ptrdiff_t(g.in_w)) continue;
+              const std::uint64_t* src =
+                  bits.get() + (((n0 + n) * g.in_h + std::size_t(ih)) * g.in_w + std::size_t(iw)) * wpp;
+              std::copy(src, src + wpp, row + (u * g.k_w + v) * wpp);
+            }
+          }
+        }
+    kernels::binary_gemm(count * rows_per_image, F, words_per_row, std::int32_t(taps * C), cols.data(),
+                         weights.data(), acc.data() + n0 * rows_per_image * F);
+  }
   tensor sums = tensor::from_shape({g.batch, g.out_h, g.out_w, F});
   std::transform(acc.begin(), acc.end(), sums.begin(), [](std::int32_t s) { return float(s); });
   return sums;
@@ -147,7 +162,7 @@ XQ_DECL std::optional<tensor> xnor_dense_sums(const tensor& x, const tensor& ker
   const std::unique_ptr<std::uint64_t[]> bits(new std::uint64_t[rows * words]);
   if (!pack_exact_signs(x.data(), rows, in, bits.get())) return std::nullopt;
   std::vector<std::int32_t> acc(rows * out);
-  deploy::binary_gemm(rows, out, words, std::int32_t(in), bits.get(), weights.data(), acc.data());
+  kernels::binary_gemm(rows, out, words, std::int32_t(in), bits.get(), weights.data(), acc.data());
   tensor::shape_type shape = x.shape();
   shape.back() = out;
   tensor sums = tensor::from_shape(shape);

@@ -2,7 +2,6 @@
 /// \file all.ipp
 /// The integer engine's compiled code (deploy/engine/), for deploy/impl/all.ipp.
 
-#include "binary_gemm.ipp"
 #include "binary_ops.ipp"
 #include "block_scaled_gemm.ipp"
 #include "constant_op.ipp"

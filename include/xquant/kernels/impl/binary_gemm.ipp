@@ -28,12 +28,12 @@
 #include <immintrin.h>
 #endif
 
-#include "../../../kernels/isa_region.hpp"
-#include "../../../kernels/parallel.hpp"
-#include "../../../kernels/unrolled.hpp"
+#include "../isa_region.hpp"
+#include "../parallel.hpp"
+#include "../unrolled.hpp"
 #include "../binary_gemm.hpp"
 
-namespace xq::deploy {
+namespace xq::kernels {
 
 namespace detail {
 
@@ -342,4 +342,4 @@ XQ_DECL void binary_gemm(std::size_t m, std::size_t n, std::size_t words, std::i
   });
 }
 
-}  // namespace xq::deploy
+}  // namespace xq::kernels
