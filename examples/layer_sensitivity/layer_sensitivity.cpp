@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <xquant/transform/low_bit_schemes.hpp>
+#include <xquant/train/format_budget.hpp>
 #include <xquant/train/sensitivity.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
@@ -48,6 +49,21 @@ xq::sensitivity_candidate candidate(const std::string& name) {
                               name);
 }
 
+/// The formats HAWQ's score picks under a few budgets (bits per kernel value, block scales as
+/// the summary counts them): `budget=<b> layer:format ... predicted=<d> bits=<e>`.
+void print_budgets(const xq::sensitivity_report& report) {
+  for (const double budget : {4.5, 6.0, 8.0}) {
+    const auto a = xq::choose_formats(report, budget);
+    std::printf("budget=%.2f", budget);
+    if (!a.solution.feasible) {
+      std::printf(" infeasible\n");
+      continue;
+    }
+    for (const auto& [layer, format] : a.layer_format) std::printf(" %s:%s", layer.c_str(), format.c_str());
+    std::printf(" predicted=%.4g bits=%.3f\n", a.predicted_damage, a.bits_per_weight);
+  }
+}
+
 template <class Model>
 void run(Model model, const std::string& name, const std::vector<xq::sensitivity_candidate>& formats,
          const fashion::run_options& s, const xq::sensitivity_options& o) {
@@ -64,6 +80,7 @@ void run(Model model, const std::string& name, const std::vector<xq::sensitivity
   const auto report = xq::layer_sensitivities(model, xq::sparse_softmax_cross_entropy, train, test, formats,
                                               {1, 28, 28, 1}, o);
   std::cout << report.table() << "\n" << report.correlation_table();
+  print_budgets(report);
   for (const auto& c : report.rank_correlations())
     std::printf("format=%s layers=%zu rho_gradient=%.3f rho_hawq=%.3f rho_sqnr=%.3f\n", c.candidate.c_str(), c.layers,
                 c.gradient, c.hessian, c.sqnr);
@@ -89,6 +106,7 @@ void run_lm(const std::vector<xq::sensitivity_candidate>& formats, std::size_t s
   const auto report = xq::layer_sensitivities(model, xq::sparse_softmax_cross_entropy, data.train, data.held_out,
                                               formats, {1, shape.context}, o);
   std::cout << report.table() << "\n" << report.correlation_table();
+  print_budgets(report);
   for (const auto& r : report.rank_correlations())
     std::printf("format=%s layers=%zu rho_gradient=%.3f rho_hawq=%.3f rho_sqnr=%.3f\n", r.candidate.c_str(), r.layers,
                 r.gradient, r.hessian, r.sqnr);

@@ -28,6 +28,9 @@
 /// were when the call returns. A layer called more than once sums its calls; a layer whose
 /// output a following in-place ReLU absorbed is measured after the ReLU.
 ///
+/// The model takes one input and the loss one target (`dataset::inputs`, `targets`); models
+/// with several are not scored yet.
+///
 /// `rank_correlations()` tells which score to trust: Spearman's ρ between each score's
 /// ranking of the layers and the ranking by the measured loss increase, per candidate.
 ///
@@ -89,6 +92,10 @@ struct sensitivity_options {
 struct layer_sensitivity {
   std::string layer, candidate;
   std::size_t weights = 0;      ///< values in the layer's kernel
+  /// Bits per kernel value in this format as the summary counts them (the layer's
+  /// `weight_precisions()` but the bias: MX's and NVFP4's block scales included, torchao's
+  /// int4 group scales not): what a budget in effective bits counts.
+  double bits_per_weight = 32;
   double hessian_trace = 0;     ///< Tr(H) of the loss in the kernel (the same for every format)
   double gradient_score = 0;    ///< Model Optimizer's
   double hessian_score = 0;     ///< HAWQ's
@@ -172,6 +179,24 @@ std::vector<std::string> quantized_kernel_layers(Twin& twin) {
     }
   });
   return out;
+}
+
+/// Bits per value of `kernel` that the layer at `path` of `twin` stores, its other
+/// weights (block scales) included and its bias not: Σ size · bits / kernel size.
+template <class Twin>
+double bits_per_weight(Twin& twin, const std::string& path, const parameter_ptr& kernel) {
+  double bits = 0;
+  bool seen = false;
+  for_each_layer(twin, [&](auto& l) {
+    using L = std::remove_reference_t<decltype(l)>;
+    if constexpr (has_weight_precisions_v<L>)
+      if (!seen && l.path() == path) {
+        seen = true;
+        for (const auto& [p, b] : l.weight_precisions())
+          if (p && p->short_name() != "bias") bits += double(p->value.size()) * double(b);
+      }
+  });
+  return kernel->value.size() ? bits / double(kernel->value.size()) : 0.0;
 }
 
 /// Batch k of `data` (rows k * size ...).
@@ -328,6 +353,8 @@ sensitivity_report layer_sensitivities(Model& model, Loss loss, const dataset& s
             detail::add_output_errors(float_outputs[k].at(layers[i]), quantized.at(layers[i]), layers[i], sums);
           }
         }
+        // (After the twin's passes: block scales exist once the quantizer has run.)
+        row.bits_per_weight = detail::bits_per_weight(twin, layers[i], kernels[i]);
         row.gradient_score = sums.gradient_score;
         row.sqnr_db = sums.noise > 0 ? 10.0 * std::log10(sums.signal / sums.noise) : INFINITY;
         row.measured = evaluate(twin, loss, validation, o.batch_size).loss - report.float_loss;

@@ -15,3 +15,4 @@
 #include "schedule.ipp"
 #include "sgd.ipp"
 #include "sensitivity.ipp"
+#include "format_budget.ipp"

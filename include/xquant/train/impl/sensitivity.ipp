@@ -81,12 +81,13 @@ XQ_DECL std::string sensitivity_report::table() const {
   int width = 5;  // the longest layer path sets the first column
   for (const auto& r : rows) width = std::max(width, int(r.layer.size()));
   char line[256];
-  std::snprintf(line, sizeof line, " %-12s %10s %12s %12s %12s %10s %12s\n", "format", "weights", "trace(H)",
-                "gradient", "hessian", "sqnr_db", "measured");
+  std::snprintf(line, sizeof line, " %-12s %10s %6s %12s %12s %12s %10s %12s\n", "format", "weights", "bits",
+                "trace(H)", "gradient", "hessian", "sqnr_db", "measured");
   s << std::string("layer").append(std::size_t(width) - 5, ' ') << line;
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, " %-12s %10zu %12.4g %12.4g %12.4g %10.2f %12.4g\n", r.candidate.c_str(),
-                  r.weights, r.hessian_trace, r.gradient_score, r.hessian_score, r.sqnr_db, r.measured);
+    std::snprintf(line, sizeof line, " %-12s %10zu %6.2f %12.4g %12.4g %12.4g %10.2f %12.4g\n", r.candidate.c_str(),
+                  r.weights, r.bits_per_weight, r.hessian_trace, r.gradient_score, r.hessian_score, r.sqnr_db,
+                  r.measured);
     s << r.layer << std::string(std::size_t(width) - r.layer.size(), ' ') << line;
   }
   return s.str();
