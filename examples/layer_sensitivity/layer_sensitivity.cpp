@@ -13,8 +13,14 @@
 //            --formats int8,w4a8,mxfp4,nvfp4,8da4w,int4_weight_only,fp8
 //            --score-batches N  --hutchinson N
 //
+// Then the search (train/format_budget.hpp) against uniform formats, post-training: each
+// candidate on every scored layer (`uniform=<f> bits=<b> loss=<l> metric=<m>`), and the formats
+// HAWQ's score picks at 4.5, 5, 6 and 8 bits per kernel value as one twin (`budget=<b> bits=<e>
+// predicted=<d> loss=<l> metric=<m> layer:format ...`).
+//
 // It ends with one line per format: `format=<f> layers=<n> rho_gradient=<r> rho_hawq=<r> rho_sqnr=<r>`.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -49,18 +55,66 @@ xq::sensitivity_candidate candidate(const std::string& name) {
                               name);
 }
 
-/// The formats HAWQ's score picks under a few budgets (bits per kernel value, block scales as
-/// the summary counts them): `budget=<b> layer:format ... predicted=<d> bits=<e>`.
-void print_budgets(const xq::sensitivity_report& report) {
-  for (const double budget : {4.5, 6.0, 8.0}) {
+/// Post-training quantization of `model` as `options` says, calibrated on `calibration` where
+/// `calibrate`, evaluated on `test`: its loss and metric.
+template <class Model>
+xq::evaluation ptq(Model& model, const xq::quantize_options& options, bool calibrate, const xq::dataset& calibration,
+                   const xq::dataset& test, const xq::tensor::shape_type& input_shape) {
+  auto twin = xq::quantize_model(model, options, input_shape);
+  if (calibrate) {
+    xq::calibration_options co;
+    co.method = xq::calibration_method::max;
+    xq::calibrate(twin, xq::detail::slice_rows(calibration.inputs, 0, std::min<std::size_t>(512, calibration.size())),
+                  co);
+  }
+  return xq::evaluate(twin, xq::sparse_softmax_cross_entropy, test, 250);
+}
+
+/// The search against uniform formats, post-training: each candidate on every scored layer
+/// (`uniform=<f> bits=<b> loss=<l> metric=<m>`), then the formats HAWQ's score picks under a
+/// few budgets, as one twin (`budget=<b> bits=<e> predicted=<d> loss=<l> metric=<m> layer:format ...`).
+/// Bits per kernel value over the scored layers, block scales as the summary counts them.
+template <class Model>
+void print_budgets(Model& model, const xq::sensitivity_report& report,
+                   const std::vector<xq::sensitivity_candidate>& formats, const xq::dataset& calibration,
+                   const xq::dataset& test, const xq::tensor::shape_type& input_shape) {
+  std::vector<std::string> layers;
+  for (const auto& r : report.rows)
+    if (std::find(layers.begin(), layers.end(), r.layer) == layers.end()) layers.push_back(r.layer);
+  for (const auto& f : formats) {
+    xq::format_assignment all;
+    double bits = 0, weights = 0;
+    for (const auto& r : report.rows)
+      if (r.candidate == f.name) {
+        all.layer_format.emplace_back(r.layer, f.name);
+        bits += r.bits_per_weight * double(r.weights);
+        weights += double(r.weights);
+      }
+    xq::quantize_options o;
+    o.mode = xq::quantization_mode::partial;
+    o.spec = xq::to_spec(all, report, formats);
+    const auto e = ptq(model, o, f.calibrate, calibration, test, input_shape);
+    std::printf("uniform=%s bits=%.3f loss=%.4f metric=%.4f\n", f.name.c_str(), weights ? bits / weights : 0.0, e.loss,
+                e.metric.value_or(0));
+  }
+  for (const double budget : {4.5, 5.0, 6.0, 8.0}) {
     const auto a = xq::choose_formats(report, budget);
     std::printf("budget=%.2f", budget);
     if (!a.solution.feasible) {
       std::printf(" infeasible\n");
       continue;
     }
-    for (const auto& [layer, format] : a.layer_format) std::printf(" %s:%s", layer.c_str(), format.c_str());
-    std::printf(" predicted=%.4g bits=%.3f\n", a.predicted_damage, a.bits_per_weight);
+    bool calibrate = false;
+    for (const auto& lf : a.layer_format)
+      for (const auto& f : formats) calibrate |= f.name == lf.second && f.calibrate;
+    xq::quantize_options o;
+    o.mode = xq::quantization_mode::partial;
+    o.spec = xq::to_spec(a, report, formats);
+    const auto e = ptq(model, o, calibrate, calibration, test, input_shape);
+    std::printf(" bits=%.3f predicted=%.4g loss=%.4f metric=%.4f", a.bits_per_weight, a.predicted_damage, e.loss,
+                e.metric.value_or(0));
+    for (const auto& lf : a.layer_format) std::printf(" %s:%s", lf.first.c_str(), lf.second.c_str());
+    std::printf("\n");
   }
 }
 
@@ -80,7 +134,7 @@ void run(Model model, const std::string& name, const std::vector<xq::sensitivity
   const auto report = xq::layer_sensitivities(model, xq::sparse_softmax_cross_entropy, train, test, formats,
                                               {1, 28, 28, 1}, o);
   std::cout << report.table() << "\n" << report.correlation_table();
-  print_budgets(report);
+  print_budgets(model, report, formats, train, test, {1, 28, 28, 1});
   for (const auto& c : report.rank_correlations())
     std::printf("format=%s layers=%zu rho_gradient=%.3f rho_hawq=%.3f rho_sqnr=%.3f\n", c.candidate.c_str(), c.layers,
                 c.gradient, c.hessian, c.sqnr);
@@ -106,7 +160,7 @@ void run_lm(const std::vector<xq::sensitivity_candidate>& formats, std::size_t s
   const auto report = xq::layer_sensitivities(model, xq::sparse_softmax_cross_entropy, data.train, data.held_out,
                                               formats, {1, shape.context}, o);
   std::cout << report.table() << "\n" << report.correlation_table();
-  print_budgets(report);
+  print_budgets(model, report, formats, data.train, data.held_out, {1, shape.context});
   for (const auto& r : report.rank_correlations())
     std::printf("format=%s layers=%zu rho_gradient=%.3f rho_hawq=%.3f rho_sqnr=%.3f\n", r.candidate.c_str(), r.layers,
                 r.gradient, r.hessian, r.sqnr);

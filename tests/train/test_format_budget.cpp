@@ -8,7 +8,15 @@
 #include <string>
 #include <vector>
 
+#include <xquant/layers/dense.hpp>
+#include <xquant/layers/sequential.hpp>
+#include <xquant/quantizers/model_quantizers.hpp>
 #include <xquant/train/format_budget.hpp>
+#include <xquant/train/losses.hpp>
+#include <xquant/transform/low_bit_schemes.hpp>
+#include <xquant/transform/quantize_model.hpp>
+
+#include "../gradient_check.hpp"
 
 namespace {
 
@@ -103,4 +111,49 @@ TEST_CASE("choose_formats: the cheap format where it does little damage, groups 
   CHECK(grouped_eight.layer_format == std::vector<std::pair<std::string, std::string>>{{"a", "int8"}, {"b", "int8"}});
   together.groups = {{"a", "c"}};
   CHECK_THROWS_WITH(xq::choose_formats(report, 8.0, together), Catch::Contains("c: not in the report"));
+}
+
+TEST_CASE("to_spec: the chosen formats in one twin, each layer as its candidate quantizes it", "[format_budget]") {
+  auto model = xq::sequential(xq::dense(32, false), xq::dense(4, false));
+  xq::build(model, {1, 32});
+  const xq::dataset data{xq::testing::uniform({64, 32}, -1.0f, 1.0f, 20), xq::testing::uniform({64, 4}, -1.0f, 1.0f, 21)};
+  xq::sensitivity_options o;
+  o.batch_size = 32;
+  o.hutchinson_samples = 2;
+  const std::vector<xq::sensitivity_candidate> formats = {{"int4", xq::schemes::torchao_intx_weight_only(4, 32)},
+                                                          {"mxfp4", xq::schemes::mx()}};
+  const auto report = xq::layer_sensitivities(model, xq::mean_squared_error, data, data, formats, {1, 32}, o);
+  REQUIRE(report.rows.front().type == "dense");
+  const auto run_twin = [&](auto& twin) {
+    const xq::no_grad nothing;
+    const xq::training_mode inference(false);
+    return twin(xq::var(data.inputs)).value();
+  };
+  for (std::size_t f = 0; f < formats.size(); ++f) {
+    INFO(formats[f].name);
+    // The first layer in this format, the second float: the candidate's own twin with only the
+    // first layer's quantizers on is the reference.
+    xq::format_assignment a;
+    a.layer_format = {{"dense", formats[f].name}, {"dense_1", "float"}};
+    xq::quantize_options mixed;
+    mixed.mode = xq::quantization_mode::partial;
+    mixed.spec = xq::to_spec(a, report, formats);
+    auto twin = xq::quantize_model(model, mixed, {1, 32});
+    xq::quantize_options alone;
+    alone.scheme = formats[f].scheme;
+    auto reference = xq::quantize_model(model, alone, {1, 32});
+    std::vector<std::string> on, reference_on;
+    xq::for_each_quantizer(twin, [&](xq::quantizer_base& q) {
+      if (q.enabled()) on.push_back(q.path() + ": " + q.describe());
+    });
+    xq::for_each_quantizer(reference, [&](xq::quantizer_base& q) {
+      q.enable(q.enabled() && q.path().rfind("dense/", 0) == 0);
+      if (q.enabled()) reference_on.push_back(q.path() + ": " + q.describe());
+    });
+    CHECK(on == reference_on);
+    CHECK(xt::all(xt::equal(run_twin(twin), run_twin(reference))));
+  }
+  xq::format_assignment unknown;
+  unknown.layer_format = {{"dense", "fp6"}};
+  CHECK_THROWS_WITH(xq::to_spec(unknown, report, formats), Catch::Contains("fp6"));
 }

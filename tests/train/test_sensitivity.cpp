@@ -87,8 +87,8 @@ TEST_CASE("each sensitivity score equals its closed form on a linear layer with 
   const auto& r = report.rows[0];
   CHECK(r.layer == layer.path());
   CHECK(r.weights == in * out);
-  // int4 codes (the summary's count: torchao's group scales are not weights there).
-  CHECK(r.bits_per_weight == 4.0);
+  // int4 codes and a float32 scale per group of 32: 5 bits a value.
+  CHECK(r.bits_per_weight == Approx(5.0));
 
   // The kernel as the format quantizes it.
   xq::quantize_options q;

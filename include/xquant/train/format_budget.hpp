@@ -69,6 +69,15 @@ struct format_assignment {
 XQ_DECL format_assignment choose_formats(const sensitivity_report& report, double bits_per_weight,
                                          const format_choice_options& o = {});
 
+/// The spec that quantizes a model as `a` chose, for `quantize_model` in partial mode with
+/// NVIDIA's scheme (`schemes::nvidia()`, which every built-in low-bit scheme extends): each
+/// layer given a candidate gets that candidate's placement for its type (input and kernel,
+/// per channel or not) and its low-bit formats where it has them; a "float" layer is left
+/// out. `candidates` names the report's candidates (argument_error for a name it lacks). A
+/// candidate with static ranges (calibrate) needs the twin calibrated, as any PTQ twin.
+XQ_DECL quantization_spec to_spec(const format_assignment& a, const sensitivity_report& report,
+                                  const std::vector<sensitivity_candidate>& candidates);
+
 }  // namespace xq
 
 #if !defined(XQ_SEPARATE_COMPILATION)

@@ -91,10 +91,12 @@ struct sensitivity_options {
 /// One layer in one format.
 struct layer_sensitivity {
   std::string layer, candidate;
+  std::string type;             ///< the layer's type ("conv2d"), as the graph trace names it
   std::size_t weights = 0;      ///< values in the layer's kernel
-  /// Bits per kernel value in this format as the summary counts them (the layer's
-  /// `weight_precisions()` but the bias: MX's and NVFP4's block scales included, torchao's
-  /// int4 group scales not): what a budget in effective bits counts.
+  /// Bits per kernel value in this format: a low-bit format's element plus its scales
+  /// spread over whole blocks (`bits_per_value`: int4 groups of 32 with float32 scales 5,
+  /// MXFP4 4.25, NVFP4 4.5), or the integer grid's width; 32 where the kernel is not
+  /// quantized. What a budget in effective bits counts.
   double bits_per_weight = 32;
   double hessian_trace = 0;     ///< Tr(H) of the loss in the kernel (the same for every format)
   double gradient_score = 0;    ///< Model Optimizer's
@@ -181,24 +183,6 @@ std::vector<std::string> quantized_kernel_layers(Twin& twin) {
   return out;
 }
 
-/// Bits per value of `kernel` that the layer at `path` of `twin` stores, its other
-/// weights (block scales) included and its bias not: Σ size · bits / kernel size.
-template <class Twin>
-double bits_per_weight(Twin& twin, const std::string& path, const parameter_ptr& kernel) {
-  double bits = 0;
-  bool seen = false;
-  for_each_layer(twin, [&](auto& l) {
-    using L = std::remove_reference_t<decltype(l)>;
-    if constexpr (has_weight_precisions_v<L>)
-      if (!seen && l.path() == path) {
-        seen = true;
-        for (const auto& [p, b] : l.weight_precisions())
-          if (p && p->short_name() != "bias") bits += double(p->value.size()) * double(b);
-      }
-  });
-  return kernel->value.size() ? bits / double(kernel->value.size()) : 0.0;
-}
-
 /// Batch k of `data` (rows k * size ...).
 XQ_DECL batch batch_at(const dataset& data, std::size_t k, std::size_t size);
 
@@ -253,6 +237,7 @@ sensitivity_report layer_sensitivities(Model& model, Loss loss, const dataset& s
 
   // The float side: each layer's outputs and the loss gradient there, batch by batch.
   std::vector<std::unordered_map<std::string, detail::traced_output>> float_outputs;
+  std::unordered_map<std::string, std::string> types;  // each scored layer's type
   const auto gradients = [&](bool keep_outputs) {
     zero_grads();
     const training_mode inference(false);
@@ -262,7 +247,10 @@ sensitivity_report layer_sensitivities(Model& model, Loss loss, const dataset& s
       graph_trace trace;
       const var y = model(var(b.inputs));
       t.backward(loss(y, var(b.targets)));
-      if (keep_outputs) float_outputs.push_back(detail::outputs_at(trace, layers, true));
+      if (!keep_outputs) continue;
+      float_outputs.push_back(detail::outputs_at(trace, layers, true));
+      for (const traced_call& c : trace.calls())
+        if (!c.function) types.emplace(c.path, c.type);
     }
   };
 
@@ -327,6 +315,7 @@ sensitivity_report layer_sensitivities(Model& model, Loss loss, const dataset& s
         row.layer = layers[i];
         row.candidate = c.name;
         row.weights = kernels[i]->value.size();
+        if (const auto it = types.find(layers[i]); it != types.end()) row.type = it->second;
         row.hessian_trace = traces[i];
         // HAWQ: the kernel as this twin quantizes it.
         const std::string kernel_quantizer = layers[i] + "/kernel_quantizer";
@@ -334,6 +323,9 @@ sensitivity_report layer_sensitivities(Model& model, Loss loss, const dataset& s
         for_each_quantizer(twin, [&](quantizer_base& qz) {
           if (found || qz.path() != kernel_quantizer || !qz.enabled()) return;
           found = true;
+          // The format's nominal bits (whole blocks: element plus scale), or the grid's width.
+          const low_bit_format format = qz.dynamic_format();
+          row.bits_per_weight = format ? bits_per_value(format, std::size_t(1) << 20) : double(qz.precision());
           const no_grad nothing_recorded;
           const training_mode inference(false);
           const tensor quantized = qz(var(kernels[i]->value)).value();
@@ -353,8 +345,6 @@ sensitivity_report layer_sensitivities(Model& model, Loss loss, const dataset& s
             detail::add_output_errors(float_outputs[k].at(layers[i]), quantized.at(layers[i]), layers[i], sums);
           }
         }
-        // (After the twin's passes: block scales exist once the quantizer has run.)
-        row.bits_per_weight = detail::bits_per_weight(twin, layers[i], kernels[i]);
         row.gradient_score = sums.gradient_score;
         row.sqnr_db = sums.noise > 0 ? 10.0 * std::log10(sums.signal / sums.noise) : INFINITY;
         row.measured = evaluate(twin, loss, validation, o.batch_size).loss - report.float_loss;

@@ -134,4 +134,32 @@ XQ_DECL format_assignment choose_formats(const sensitivity_report& report, doubl
   return out;
 }
 
+XQ_DECL quantization_spec to_spec(const format_assignment& a, const sensitivity_report& report,
+                                  const std::vector<sensitivity_candidate>& candidates) {
+  constexpr const char* where = "xq::to_spec";
+  quantization_spec spec;
+  for (const auto& chosen : a.layer_format) {
+    const std::string& layer = chosen.first;
+    const std::string& format = chosen.second;
+    if (format == "float") continue;
+    const auto c = std::find_if(candidates.begin(), candidates.end(),
+                                [&](const sensitivity_candidate& k) { return k.name == format; });
+    if (c == candidates.end()) throw argument_error(where, "a candidate for every chosen format", format + ": none");
+    const auto r = std::find_if(report.rows.begin(), report.rows.end(),
+                                [&](const layer_sensitivity& x) { return x.layer == layer; });
+    if (r == report.rows.end()) throw argument_error(where, "layers of the report", layer + ": not in it");
+    const quantization_scheme& s = c->scheme;
+    const auto listed = s.layers.find(r->type);
+    const layer_defaults& d = listed != s.layers.end() ? listed->second : s.unlisted_weighted;
+    layer_quantization q;
+    q.quantize_input = d.quantize_input;
+    q.quantize_weight = d.quantize_weight;
+    q.per_channel = d.per_channel_weight;
+    if (s.weight.format) q.weight_format = s.weight.format;
+    if (s.input.format) q.input_format = s.input.format;
+    spec.add(layer, q);
+  }
+  return spec;
+}
+
 }  // namespace xq
