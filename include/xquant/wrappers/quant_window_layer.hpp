@@ -14,6 +14,7 @@
 #include "../config.hpp"
 #include "../core/shape_check.hpp"
 #include "../kernels/padding.hpp"
+#include "../layers/conv2d.hpp"
 #include "padding_value_term.hpp"
 #include "wrapped_layer.hpp"
 #include "xnor_forward.hpp"
