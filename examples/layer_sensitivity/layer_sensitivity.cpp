@@ -189,8 +189,7 @@ int main(int argc, char** argv) try {
   if (model == "lm") run_lm(chosen, lm_steps, s, o);
   else if (model == "cnn") run(fashion::make_cnn(s.seed), model, chosen, s, o);
   else if (model == "resnet_v1") run(resnet::make_resnet_v1(s.seed), model, chosen, s, o);
-  else if (model == "resnet_v2") run(resnet::make_resnet_v2(s.seed), model, chosen, s, o);
-  else throw std::invalid_argument("--model: expected cnn, resnet_v1, resnet_v2 or lm, given " + model);
+  else throw std::invalid_argument("--model: expected cnn, resnet_v1 or lm, given " + model);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "layer_sensitivity: " << e.what() << "\n";
