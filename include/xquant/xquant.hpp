@@ -4,7 +4,9 @@
 /// Opt-in, each with its own umbrella: files (<xquant/io.hpp>: datasets, .npy, weight
 /// import, checkpoints; in header-only mode checkpoints bring in nlohmann::json), the peers'
 /// fake-quant operators called directly on tensors (<xquant/numerics.hpp>; models use them
-/// through fake_quantizer) and deployment (deploy/). Kept out so that what nearly every
+/// through fake_quantizer), calibration (quantizers/calibrate.hpp), choosing formats per
+/// layer (train/sensitivity.hpp, train/format_budget.hpp: they calibrate) and deployment
+/// (deploy/). Kept out so that what nearly every
 /// program includes stays within its compile budget (tools/compile_budget.py). Each part
 /// also has its own headers, which compile alone. Header-only by default;
 /// XQ_SEPARATE_COMPILATION + <xquant/src.hpp> compiles the library's non-template code once
@@ -98,12 +100,10 @@
 #include "train/dataset.hpp"
 #include "train/default_metric.hpp"
 #include "train/fit.hpp"
-#include "train/format_budget.hpp"
 #include "train/losses.hpp"
 #include "train/metrics.hpp"
 #include "train/progress.hpp"
 #include "train/schedule.hpp"
-#include "train/sensitivity.hpp"
 #include "train/sgd.hpp"
 #include "transform/qdq_cases.hpp"
 #include "transform/quantize.hpp"
