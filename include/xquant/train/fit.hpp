@@ -22,7 +22,9 @@
 /// the model's second, third, ... inputs. A loss taking two `var`s is applied to each
 /// output and its target and the results summed (Keras's one loss for every output); a
 /// loss taking `(const var_list& outputs, const var_list& targets)` gets them all (a
-/// weighted sum, a loss between outputs). The metric scores the first output.
+/// weighted sum, a loss between outputs); a loss taking `(outputs, targets, inputs)` also
+/// reads the batch's inputs (train/distillation.hpp's teacher runs on them). The metric
+/// scores the first output.
 
 #include <algorithm>
 #include <chrono>
@@ -218,18 +220,23 @@ forward_target forward_target_of(Model& model) {
 /// every program (core/layer_ref.hpp says why). Valid while the model and loss live.
 struct training_target : forward_target {
   void* loss;
-  var (*loss_of)(void* loss, const var_list& outputs, const var_list& targets, const char* where);
+  var (*loss_of)(void* loss, const var_list& outputs, const var_list& targets, const var_list& inputs,
+                 const char* where);
 
-  var loss_value_of(const var_list& outputs, const var_list& targets, const char* where) const {
-    return loss_of(loss, outputs, targets, where);
+  var loss_value_of(const var_list& outputs, const var_list& targets, const var_list& inputs,
+                    const char* where) const {
+    return loss_of(loss, outputs, targets, inputs, where);
   }
 };
 
 /// The sum over the outputs of `loss(output k, target k)`, or `loss(outputs, targets)`
-/// for a loss that takes the lists (see the file comment).
+/// for a loss that takes the lists, or `loss(outputs, targets, inputs)` for one that also
+/// reads the batch's inputs (see the file comment).
 template <class Loss>
-var apply_loss(Loss& loss, const var_list& outputs, const var_list& targets, const char* where) {
-  if constexpr (std::is_invocable_r_v<var, Loss&, const var_list&, const var_list&>) {
+var apply_loss(Loss& loss, const var_list& outputs, const var_list& targets, const var_list& inputs, const char* where) {
+  if constexpr (std::is_invocable_r_v<var, Loss&, const var_list&, const var_list&, const var_list&>) {
+    return loss(outputs, targets, inputs);
+  } else if constexpr (std::is_invocable_r_v<var, Loss&, const var_list&, const var_list&>) {
     return loss(outputs, targets);
   } else {
     if (outputs.size() != targets.size())
@@ -247,8 +254,8 @@ training_target training_target_of(Model& model, LossCall& loss_call) {
   training_target t;
   static_cast<forward_target&>(t) = forward_target_of(model);
   t.loss = &loss_call;
-  t.loss_of = [](void* l, const var_list& y, const var_list& targets, const char* where) -> var {
-    return (*static_cast<LossCall*>(l))(y, targets, where);
+  t.loss_of = [](void* l, const var_list& y, const var_list& targets, const var_list& x, const char* where) -> var {
+    return (*static_cast<LossCall*>(l))(y, targets, x, where);
   };
   return t;
 }
@@ -256,8 +263,8 @@ training_target training_target_of(Model& model, LossCall& loss_call) {
 /// The lambda `training_target_of` takes, for `loss`.
 template <class Loss>
 auto loss_call_of(Loss& loss) {
-  return [&loss](const var_list& y, const var_list& targets, const char* where) -> var {
-    return apply_loss(loss, y, targets, where);
+  return [&loss](const var_list& y, const var_list& targets, const var_list& x, const char* where) -> var {
+    return apply_loss(loss, y, targets, x, where);
   };
 }
 

@@ -19,15 +19,18 @@
 ///
 /// With a batch norm folded in (see batch_norm_folding.hpp and `quantize_model`), the
 /// kernel that is fake-quantized is the folded one: batch norms fold before block
-/// quantization.
+/// quantization. With a LoRA adapter attached (low_rank_adapter.hpp, transform/lora.hpp),
+/// the kernel is K + scale·A·B before either: merging the adapter changes nothing.
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "batch_norm_folding.hpp"
+#include "low_rank_adapter.hpp"
 #include "qdq_wrapper.hpp"
 
 namespace xq {
@@ -57,6 +60,41 @@ class weight_quantized : public qdq_wrapper<weight_quantized<Layer>, Layer> {
   std::optional<int> input_precision() const { return declared_precision(input_.site()); }
   /// The kernel with the kernel quantizer's precision (32 while it is off), the bias 32.
   std::vector<std::pair<parameter_ptr, int>> weight_precisions() const { return this->weight_precisions_for(weight_); }
+
+  /// The float layer's parameters, and the adapter's while one is attached.
+  std::vector<parameter_ptr> parameters() const {
+    return detail::with_adapter_parameters(this->layer_.parameters(), adapter_ ? &*adapter_ : nullptr);
+  }
+  template <class F>
+  void for_each_parameter_slot(F&& f) {
+    visit_parameter_slots(this->layer_, f);
+    if (adapter_) {
+      f(adapter_->down);
+      f(adapter_->up);
+    }
+  }
+  /// The adapter's parameters take the layer's path ("dense/lora_a").
+  void name_own_parameters(const std::string& p) {
+    if (adapter_) for (const parameter_ptr& q : {adapter_->down, adapter_->up}) q->set_owner_path(p);
+  }
+
+  /// Attaches a LoRA adapter (replacing one attached before); the layer must be built.
+  void attach_adapter(low_rank_adapter a) {
+    adapter_ = std::move(a);
+    name_own_parameters(this->path());
+  }
+  /// The attached adapter, or null.
+  const low_rank_adapter* adapter() const noexcept { return adapter_ ? &*adapter_ : nullptr; }
+  /// Merges the adapter into the kernel (K ← K + scale·A·B, the forward's arithmetic) and
+  /// drops it; the base kernel is trainable again if attaching froze it. False without one.
+  bool merge_adapter() {
+    if (!adapter_) return false;
+    const parameter_ptr& k = this->layer_.kernel();
+    k->value = merged_kernel(k->value, *adapter_, this->path());
+    if (adapter_->froze_base) k->set_trainable(true);
+    adapter_.reset();
+    return true;
+  }
 
   template <class F>
   void visit_children(F&& f) {
@@ -93,6 +131,7 @@ class weight_quantized : public qdq_wrapper<weight_quantized<Layer>, Layer> {
   site_quantizers input_;
   fake_quantizer weight_;
   std::shared_ptr<batch_norm_fold> fold_;
+  std::optional<low_rank_adapter> adapter_;
 };
 
 // Out of the class body (not implicitly inline), so that the registry's explicit
@@ -109,10 +148,11 @@ var weight_quantized<Layer>::call(const var& x) {
   l.ensure_built(x);
   const var in = input_(x);
   const var bias = l.bias() ? var(l.bias()) : var();
-  if (!fold_) return this->finish(l.call_with(in, weight_(var(l.kernel())), bias));
+  const var kernel = adapter_ ? ops::add_low_rank(var(l.kernel()), *adapter_, this->path()) : var(l.kernel());
+  if (!fold_) return this->finish(l.call_with(in, weight_(kernel), bias));
   if (is_training()) ++fold_->training_calls;
   const var s = ops::fold_scale(*fold_);
-  const var folded = ops::scale_channels(var(l.kernel()), s, this->path());
+  const var folded = ops::scale_channels(kernel, s, this->path());
   const var unfolded = ops::divide_channels(weight_(folded), s, this->path());
   return this->finish(l.call_with(in, unfolded, bias));
 }

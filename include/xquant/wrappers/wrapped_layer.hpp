@@ -101,6 +101,10 @@ class wrapped_layer {
   /// ("block/conv/input_quantizer").
   void set_path(std::string p);
 
+  /// Names what the wrapper owns beside the float layer's parameters after the path (a
+  /// twin's LoRA adapter); nothing here.
+  void name_own_parameters(const std::string&) {}
+
   /// The float layer's parameters (a quantizer lists its own: it is a child).
   std::vector<parameter_ptr> parameters() const { return layer_.parameters(); }
   /// The float layer's parameter slots (core/clone.hpp's protocol).
@@ -192,6 +196,7 @@ Self& wrapped_layer<Self, Layer>::name(std::string n) {
 template <class Self, class Layer>
 void wrapped_layer<Self, Layer>::set_path(std::string p) {
   layer_.set_path(p);
+  self().name_own_parameters(p);
   detail::set_child_paths(as_layer_ref(self()), p);
 }
 

@@ -14,6 +14,7 @@
 
 #include "../../fwd.hpp"
 #include "deploy_form.hpp"
+#include "../../core/error.hpp"
 #include "layer_builder.hpp"
 
 namespace xq::deploy {
@@ -26,6 +27,10 @@ inline constexpr bool is_quantizer_v = std::is_base_of_v<quantizer_base, Q>;
 
 template <class Layer, std::enable_if_t<has_deploy_form_v<Layer>, int> = 0>
 value_id describe_deployment(const weight_quantized<Layer>& w, layer_builder& b) {
+  // An adapter beside the kernel is not the kernel yet: merging it is the caller's step.
+  if (w.adapter())
+    throw argument_error(w.path(), "LoRA adapters merged into their kernels before deployment (xq::merge_lora_adapters)",
+                         "an attached adapter");
   b.quantize_input(0, w.input_quantizer());
   b.quantize_output(w.output_quantizer());
   b.quantize_kernel(w.weight_quantizer());

@@ -16,3 +16,4 @@
 #include "sgd.ipp"
 #include "sensitivity.ipp"
 #include "format_budget.ipp"
+#include "distillation.ipp"

@@ -133,8 +133,9 @@ XQ_DECL evaluation run_evaluate(const training_target& target, const dataset& da
     std::optional<kernels::thread_governor::step_scope> timed;
     if (governor) timed.emplace(*governor);
     const var_list t = slice_rows_of(targets, first, count);
-    const var_list out = target(slice_rows_of(inputs, first, count), "xq::evaluate");
-    var l = target.loss_value_of(out, t, "xq::evaluate");
+    const var_list x = slice_rows_of(inputs, first, count);
+    const var_list out = target(x, "xq::evaluate");
+    var l = target.loss_value_of(out, t, x, "xq::evaluate");
     loss_mean.add(loss_value(l, "xq::evaluate"), static_cast<double>(count));
     if (metric) metric_mean.add(metric(out.at(0).value(), t[0].value()), static_cast<double>(count));
   }
@@ -358,8 +359,8 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
           var_list inputs = take_inputs(b);
           const var_list out = first ? checked_calls(target, [&] { return target(inputs, "xq::fit"); })
                                      : target(inputs, "xq::fit");
+          var l = target.loss_value_of(out, targets, inputs, "xq::fit");
           inputs.clear();
-          var l = target.loss_value_of(out, targets, "xq::fit");
           batch_loss = loss_value(l, "xq::fit");
           if (has_metric && std::isfinite(batch_loss)) batch_metric = opts.metric(out.at(0).value(), targets[0].value());
           // Under data parallelism: the whole batch's loss and metric, and every rank stops

@@ -4,6 +4,7 @@
 
 #include "qdq_cases.ipp"
 #include "low_bit_schemes.ipp"
+#include "lora.ipp"
 #include "quantization_scheme.ipp"
 #include "quantization_spec.ipp"
 #include "quantize_model.ipp"

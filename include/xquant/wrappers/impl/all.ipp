@@ -8,5 +8,6 @@
 #include "quantized_batch_norm.ipp"
 #include "site_quantizers.ipp"
 #include "wrapped_layer.ipp"
+#include "low_rank_adapter.ipp"
 #include "wrapper_settings.ipp"
 #include "xnor_forward.ipp"
