@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <xquant/core/model.hpp>
 #include <xquant/train/adam.hpp>
@@ -16,6 +18,22 @@
 #include "run_options.hpp"
 
 namespace fashion {
+
+/// The recipe with the parameters to step and the loss given: LoRA's adapters alone, a
+/// distillation loss (examples/low_bit_qat).
+template <class Model, class Loss>
+xq::fit_history train_with(Model& model, std::vector<xq::parameter_ptr> parameters, Loss&& loss, const xq::dataset& data,
+                           std::size_t epochs, float peak_learning_rate, const run_options& s) {
+  const std::size_t steps_per_epoch = (data.size() + s.batch - 1) / s.batch;
+  xq::adam_options adam;
+  adam.learning_rate = xq::cosine_decay{peak_learning_rate, epochs * steps_per_epoch, 0.02f};
+  xq::adam opt(std::move(parameters), adam);
+  xq::fit_options fo;
+  fo.epochs = epochs;
+  fo.batch_size = s.batch;
+  fo.seed = s.seed;
+  return xq::fit(model, opt, loss, data, fo);
+}
 
 /// `distributed`: data-parallel training (xq::fit_options::distributed), each rank taking
 /// its share of every batch of s.batch images (which the rank count must divide).

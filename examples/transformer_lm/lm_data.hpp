@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xquant/core/model.hpp>
@@ -97,10 +98,11 @@ double perplexity(Model& m, const xq::dataset& d) {
   return std::exp(xq::evaluate(m, xq::sparse_softmax_cross_entropy, d, 250).loss);
 }
 
-/// Trains `steps` batches with Adam, warmup then cosine decay from `rate`; returns the
-/// windows per second.
-template <class Model>
-double train(Model& m, const xq::dataset& data, std::size_t steps, std::size_t batch, float rate, unsigned seed) {
+/// `train` with the parameters to step and the loss given (LoRA's adapters, a distillation
+/// loss: transformer_lm_low_bit's --recipes).
+template <class Model, class Loss>
+double train_with(Model& m, std::vector<xq::parameter_ptr> parameters, Loss&& loss, const xq::dataset& data,
+                  std::size_t steps, std::size_t batch, float rate, unsigned seed) {
   const std::size_t per_epoch = data.size() / batch;
   xq::fit_options fo;
   fo.batch_size = batch;
@@ -108,10 +110,17 @@ double train(Model& m, const xq::dataset& data, std::size_t steps, std::size_t b
   fo.epochs = (steps + per_epoch - 1) / per_epoch;  // whole passes, as even as `steps` allows
   fo.max_steps_per_epoch = (steps + fo.epochs - 1) / fo.epochs;
   const std::size_t warmup = std::max<std::size_t>(1, steps / 20);
-  xq::adam opt(xq::trainable_parameters(m), {xq::linear_warmup(warmup, xq::cosine_decay{rate, steps, 0.05f})});
+  xq::adam opt(std::move(parameters), {xq::linear_warmup(warmup, xq::cosine_decay{rate, steps, 0.05f})});
   const auto t0 = std::chrono::steady_clock::now();
-  xq::fit(m, opt, xq::sparse_softmax_cross_entropy, data, fo);
+  xq::fit(m, opt, loss, data, fo);
   return static_cast<double>(fo.epochs * fo.max_steps_per_epoch * batch) / seconds_since(t0);
+}
+
+/// Trains `steps` batches with Adam, warmup then cosine decay from `rate`; returns the
+/// windows per second.
+template <class Model>
+double train(Model& m, const xq::dataset& data, std::size_t steps, std::size_t batch, float rate, unsigned seed) {
+  return train_with(m, xq::trainable_parameters(m), xq::sparse_softmax_cross_entropy, data, steps, batch, rate, seed);
 }
 
 /// Whether the model's token table is one parameter: the lookup's and the projection's

@@ -34,6 +34,14 @@
 //      operators that compute them) and run by onnxruntime (tools/onnx_check.py) on the
 //      engine's windows: its perplexity, and how far its logits are from the simulation's.
 //
+// --recipes qat,qad,lora recovers the PTQ loss three ways from the same PTQ twin (issue 38):
+// qat as above; qad on a frozen float teacher's outputs (xq::distillation_loss, KL of the
+// softened distributions at --distill-temperature: Model Optimizer's QAD); lora with LoRA
+// adapters of --lora-rank beside the frozen dense kernels (xq::add_lora_adapters; the tied
+// table keeps its one parameter), trained alone at 10x QAT's rate and merged before the
+// engine and ONNX see the twin. Each prints its training throughput and the peak tensor
+// memory of its training (xq::tensor_memory; the caching allocator's count).
+//
 // As in transformer_lm, a float copy fine-tuned the same steps at the same rate is the
 // control, so that QAT compares also with a model trained as long.
 //
@@ -67,6 +75,7 @@
 //            identical to the simulation)
 //            --text DIR_OR_FILE  --seed N
 //            --onnxruntime PYTHON (a Python with onnx and onnxruntime)  --export-dir DIR
+//            --recipes qat,qad,lora  --lora-rank N  --distill-temperature T
 //
 // It ends with one line per format (perplexities; recovered as a fraction, 1.00 = all of
 // the PTQ loss; qat_vs_control the QAT model against the float control):
@@ -75,7 +84,9 @@
 //  float_weight_bytes=<m> onnxruntime=<o> onnxruntime_sqnr_db=<d>` (onnxruntime=not_run
 //  without --onnxruntime) — `engine=none (does not deploy: see above)` where the format
 // does not lower (the reason printed above it), `qat=failed` where fine-tuning threw (the
-// reason above) — then `transformer_lm_low_bit seconds=<t>`.
+// reason above); with a recipe other than qat, `recipe=<r> trained=<q>` in place of `qat=<q>`;
+// each line ends `characters_per_second=<c> train_peak_mib=<m>` — then
+// `transformer_lm_low_bit seconds=<t>`.
 //
 // recovered can exceed 1: the float model is not trained to convergence, and the
 // fine-tuning's extra steps help any copy (the control shows by how much); compare the QAT
@@ -95,6 +106,7 @@
 #include <vector>
 
 #include <xquant/core/clone.hpp>
+#include <xquant/core/memory.hpp>
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
 #include <xquant/train/fit.hpp>
@@ -105,6 +117,8 @@
 #include <xquant/quantizers/low_bit_format.hpp>
 #include <xquant/summary/print_summary.hpp>
 #include <xquant/summary/summarize.hpp>
+#include <xquant/train/distillation.hpp>
+#include <xquant/transform/lora.hpp>
 #include <xquant/transform/low_bit_schemes.hpp>
 #include <xquant/transform/quantize_model.hpp>
 
@@ -125,6 +139,9 @@ struct options {
   std::string onnx_python;  // a Python with onnx and onnxruntime: run the exported file there
   std::string export_dir = "transformer_lm_low_bit_export";
   unsigned seed = 1;
+  std::vector<std::string> recipes{"qat"};
+  std::size_t lora_rank = 8;
+  float distill_temperature = 2.0f;
 };
 
 options parse(int argc, char** argv) {
@@ -148,6 +165,15 @@ options parse(int argc, char** argv) {
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
     else if (a == "--onnxruntime") o.onnx_python = next();
     else if (a == "--export-dir") o.export_dir = next();
+    else if (a == "--recipes") {
+      o.recipes.clear();
+      std::stringstream list(next());
+      for (std::string r; std::getline(list, r, ',');) {
+        if (r != "qat" && r != "qad" && r != "lora") throw std::invalid_argument("--recipes: expected qat, qad or lora, given " + r);
+        o.recipes.push_back(r);
+      }
+    } else if (a == "--lora-rank") o.lora_rank = std::stoul(next());
+    else if (a == "--distill-temperature") o.distill_temperature = std::stof(next());
     else return false;
     return true;
   }, " (see the comment at the top of transformer_lm_low_bit.cpp)");
@@ -292,6 +318,35 @@ onnx_figures run_in_onnxruntime(Twin& twin, const xq::dataset& windows, const op
   return f;
 }
 
+/// Fine-tunes the twin by `recipe` (the file comment); returns the windows per second. A
+/// LoRA twin's adapters are merged before it returns.
+template <class Twin, class Model>
+double fine_tune(const std::string& recipe, Twin& twin, Model& float_model, const xq::dataset& train,
+                 const options& o) {
+  if (recipe == "qad") {
+    auto teacher = xq::clone_model(float_model);  // frozen: nothing steps it
+    xq::distillation_options d;
+    d.temperature = o.distill_temperature;
+    return lm::train_with(twin, xq::trainable_parameters(twin),
+                          xq::distillation_loss(teacher, xq::sparse_softmax_cross_entropy, d), train, o.qat_steps,
+                          o.batch, 2e-4f, o.seed + 1);
+  }
+  if (recipe == "lora") {
+    xq::lora_options lo;
+    lo.rank = o.lora_rank;
+    lo.alpha = 2.0f * float(o.lora_rank);
+    const std::size_t adapters = xq::add_lora_adapters(twin, lo);
+    std::size_t values = 0;
+    for (const auto& p : xq::lora_parameters(twin)) values += p->value.size();
+    std::printf("lora: %zu adapters of rank %zu, %zu trained values\n", adapters, lo.rank, values);
+    const double rate = lm::train_with(twin, xq::lora_parameters(twin), xq::sparse_softmax_cross_entropy, train,
+                                       o.qat_steps, o.batch, 2e-3f, o.seed + 1);
+    xq::merge_lora_adapters(twin);  // one kernel per layer again: what deployment reads
+    return rate;
+  }
+  return lm::train(twin, train, o.qat_steps, o.batch, 2e-4f, o.seed + 1);
+}
+
 template <class Twin>
 const xq::parameter_ptr& lookup_table(const Twin& q) { return q.embed.float_layer().embeddings(); }
 
@@ -352,7 +407,9 @@ int main(int argc, char** argv) try {
   const xq::tensor& engine_inputs = engine_data.inputs;
 
   std::vector<std::string> lines;
-  for (const format_choice& f : choices) {
+  for (const format_choice& f : choices)
+  for (const std::string& recipe : o.recipes) {
+    const std::string run = recipe == "qat" ? f.name : f.name + "_" + recipe;
     const auto tf = std::chrono::steady_clock::now();
     // A copy of the float model (the tie rebound inside the copy), then its twin: the
     // twin trains the copy's weights, so every format starts from the same float model.
@@ -361,26 +418,29 @@ int main(int argc, char** argv) try {
     qo.scheme = f.scheme;
     qo.spec = tied_table_spec(f, o);
     auto twin = xq::quantize_model(copy, qo, {1, s.context});
-    std::cout << f.name << ": scheme " << f.scheme.name << "; quantizers:\n";
-    examples::print_quantizers(twin);
+    std::cout << run << ": scheme " << f.scheme.name << "; quantizers:\n";
+    if (recipe == o.recipes.front()) examples::print_quantizers(twin);
     const double ptq = lm::perplexity(twin, data.held_out);
     std::printf("%s ptq: perplexity %.4f (%+.2f%% vs float)\n", f.name.c_str(), ptq, 100.0 * (ptq / float_ppl - 1.0));
     // A format whose fine-tuning fails (a non-finite gradient, say) is reported as failed,
     // with the reason, and the run goes on to the next.
     double rate = 0.0;
     std::string qat_failure;
+    const std::size_t in_use = xq::tensor_memory().bytes_in_use;
+    xq::reset_peak_tensor_memory();
     try {
-      if (o.qat_steps) rate = lm::train(twin, data.train, o.qat_steps, o.batch, 2e-4f, o.seed + 1);
+      if (o.qat_steps) rate = fine_tune(recipe, twin, model, data.train, o);
     } catch (const std::exception& e) {
       qat_failure = e.what();
     }
+    const double peak_mib = double(xq::tensor_memory().peak_bytes_in_use - in_use) / (1 << 20);  // peak >= in_use
     const double qat = qat_failure.empty() ? lm::perplexity(twin, data.held_out) : std::nan("");
     const double lost = ptq - float_ppl;
     const double recovered = lost > 0 ? (ptq - qat) / lost : 0.0;
     const bool tied = lookup_table(twin) == twin.project.float_layer().kernel() && lm::tie_holds(copy) &&
                       copy.embed.embeddings() != model.embed.embeddings();
     if (!qat_failure.empty()) {
-      std::printf("%s qat: FAILED: %s; tie: one table for both uses %s (%.0f s)\n", f.name.c_str(),
+      std::printf("%s qat: FAILED: %s; tie: one table for both uses %s (%.0f s)\n", run.c_str(),
                   qat_failure.c_str(), tied ? "yes" : "NO", lm::seconds_since(tf));
     } else {
       const std::string share =
@@ -388,7 +448,7 @@ int main(int argc, char** argv) try {
                    : std::string("nothing to recover (PTQ lost nothing)");
       std::printf("%s qat: perplexity after %zu steps %.4f (%+.2f%% vs float, %+.2f%% vs the control); recovered %s; "
                   "tie: one table for both uses %s; %.0f characters/s, %.0f s\n",
-                  f.name.c_str(), o.qat_steps, qat, 100.0 * (qat / float_ppl - 1.0),
+                  run.c_str(), o.qat_steps, qat, 100.0 * (qat / float_ppl - 1.0),
                   100.0 * (qat / control_ppl - 1.0), share.c_str(), tied ? "yes" : "NO",
                   rate * static_cast<double>(s.context), lm::seconds_since(tf));
     }
@@ -412,7 +472,7 @@ int main(int argc, char** argv) try {
       std::printf("%s engine: perplexity %.4f on the first %zu held-out windows (the simulation: %.4f); %zu quantized "
                   "tensors, the lowest identical share %.4f, the lowest SQNR %.1f dB, output SQNR %.1f dB; %zu bytes "
                   "of weights (float model: %zu, %.2fx smaller) (%.0f s)\n",
-                  f.name.c_str(), engine_ppl, engine_windows, simulated_ppl, report.rows.size(), min_share, min_sqnr,
+                  run.c_str(), engine_ppl, engine_windows, simulated_ppl, report.rows.size(), min_share, min_sqnr,
                   report.output_sqnr_db(), engine.weight_bytes(), float_bytes,
                   double(float_bytes) / double(engine.weight_bytes()), lm::seconds_since(tf));
       std::snprintf(engine_part, sizeof engine_part,
@@ -420,21 +480,21 @@ int main(int argc, char** argv) try {
                     "float_weight_bytes=%zu",
                     engine_ppl, min_share, report.output_sqnr_db(), engine.weight_bytes(), float_bytes);
     } catch (const std::exception& e) {
-      std::printf("%s engine: does not deploy: %s\n", f.name.c_str(), e.what());
+      std::printf("%s engine: does not deploy: %s\n", run.c_str(), e.what());
       std::snprintf(engine_part, sizeof engine_part, "engine=none (does not deploy: see above) float_weight_bytes=%zu",
                     float_bytes);
     }
     char onnx_part[128] = "onnxruntime=not_run";
     if (!o.onnx_python.empty()) {
       try {
-        const onnx_figures of = run_in_onnxruntime(twin, engine_data, o, f.name, s.context);
+        const onnx_figures of = run_in_onnxruntime(twin, engine_data, o, run, s.context);
         std::printf("%s onnxruntime: perplexity %.4f on the first %zu held-out windows; logits' SQNR against the "
                     "simulation %.1f dB\n",
-                    f.name.c_str(), of.perplexity, engine_windows, of.sqnr_db);
+                    run.c_str(), of.perplexity, engine_windows, of.sqnr_db);
         std::snprintf(onnx_part, sizeof onnx_part, "onnxruntime=%.4f onnxruntime_sqnr_db=%.1f", of.perplexity,
                       of.sqnr_db);
       } catch (const std::exception& e) {
-        std::printf("%s onnx: does not export: %s\n", f.name.c_str(), e.what());
+        std::printf("%s onnx: does not export: %s\n", run.c_str(), e.what());
         std::snprintf(onnx_part, sizeof onnx_part, "onnxruntime=none (does not export: see above)");
       }
     }
@@ -442,11 +502,14 @@ int main(int argc, char** argv) try {
     if (!qat_failure.empty())
       std::snprintf(qat_part, sizeof qat_part, "qat=failed recovered=none (QAT failed: see above)");
     else
-      std::snprintf(qat_part, sizeof qat_part, "qat=%.4f recovered=%.2f%s qat_vs_control=%+.2f%%", qat, recovered,
+      std::snprintf(qat_part, sizeof qat_part, "%s%.4f recovered=%.2f%s qat_vs_control=%+.2f%%",
+                    recipe == "qat" ? "qat=" : ("recipe=" + recipe + " trained=").c_str(), qat, recovered,
                     lost > 0 ? "" : " (PTQ lost nothing)", 100.0 * (qat / control_ppl - 1.0));
-    char line[800];
-    std::snprintf(line, sizeof line, "format=%s float=%.4f control=%.4f ptq=%.4f %s %s %s", f.name.c_str(), float_ppl,
-                  control_ppl, ptq, qat_part, engine_part, onnx_part);
+    char line[900];
+    std::snprintf(line, sizeof line,
+                  "format=%s float=%.4f control=%.4f ptq=%.4f %s %s %s characters_per_second=%.0f train_peak_mib=%.1f",
+                  f.name.c_str(), float_ppl, control_ppl, ptq, qat_part, engine_part, onnx_part,
+                  rate * static_cast<double>(s.context), peak_mib);
     lines.push_back(line);
   }
   for (const auto& l : lines) std::cout << l << "\n";

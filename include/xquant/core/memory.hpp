@@ -40,6 +40,9 @@ struct tensor_memory_stats {
 
 /// The cache's figures now.
 XQ_DECL tensor_memory_stats tensor_memory();
+/// Starts `peak_bytes_in_use` again from what is in use now: the peak of one phase (a
+/// training run) after it.
+XQ_DECL void reset_peak_tensor_memory();
 
 /// Gives every cached block back to the system (live tensors are untouched).
 XQ_DECL void release_cached_tensor_memory();

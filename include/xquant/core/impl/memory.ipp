@@ -126,6 +126,11 @@ class tensor_memory_cache {
     return stats_;
   }
 
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  }
+
   static void* system_allocate(std::size_t bytes) { return ::operator new(bytes, std::align_val_t{tensor_alignment}); }
   static void system_free(void* p) noexcept { ::operator delete(p, std::align_val_t{tensor_alignment}); }
 
@@ -176,6 +181,8 @@ XQ_DECL void tensor_memory_free(void* p, std::size_t bytes) noexcept {
 }  // namespace detail
 
 XQ_DECL tensor_memory_stats tensor_memory() { return detail::tensor_memory_cache::instance().stats(); }
+
+XQ_DECL void reset_peak_tensor_memory() { detail::tensor_memory_cache::instance().reset_peak(); }
 
 XQ_DECL void release_cached_tensor_memory() { detail::tensor_memory_cache::instance().release(0); }
 

@@ -6,4 +6,5 @@
 #include "model_summary.ipp"
 #include "print_summary.ipp"
 #include "readable_numbers.ipp"
+#include "scatter_plot.ipp"
 #include "summarize.ipp"
