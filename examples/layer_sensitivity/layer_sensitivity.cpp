@@ -115,8 +115,8 @@ void print_budgets(Model& model, const xq::sensitivity_report& report,
                    const xq::dataset& test, const xq::tensor::shape_type& input_shape, const pareto_settings& p) {
   std::vector<pareto_point> uniform, searched;
   const auto print = [&](const pareto_point& q) {
-    std::printf("%s=%s bits=%.3f", q.searched ? "budget" : "uniform",
-                q.searched ? xq::detail::concat(q.budget).c_str() : q.label.c_str(), q.bits);
+    if (q.searched) std::printf("budget=%.3f bits=%.3f", q.budget, q.bits);
+    else std::printf("uniform=%s bits=%.3f", q.label.c_str(), q.bits);
     if (q.searched) std::printf(" predicted=%.4g", q.predicted);
     std::printf(" ptq_loss=%.4f ptq_metric=%.4f qat_loss=%.4f qat_metric=%.4f", q.ptq.loss, q.ptq.metric.value_or(0),
                 q.qat.loss, q.qat.metric.value_or(0));
@@ -163,7 +163,9 @@ void print_budgets(Model& model, const xq::sensitivity_report& report,
     pareto_point q;
     q.searched = true;
     q.budget = budget;
-    q.label = "budget " + xq::detail::concat(budget);
+    char label[32];
+    std::snprintf(label, sizeof label, "budget %.2f", budget);
+    q.label = label;
     q.bits = a.bits_per_weight;
     q.predicted = a.predicted_damage;
     q.layer_format = a.layer_format;
