@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <xquant/core/clone.hpp>
+#include <xquant/core/random.hpp>
 #include <xquant/layers/activation.hpp>
 #include <xquant/layers/dense.hpp>
 #include <xquant/layers/sequential.hpp>

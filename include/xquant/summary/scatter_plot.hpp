@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "../core/error.hpp"  // argument_error
 
 namespace xq {
 
