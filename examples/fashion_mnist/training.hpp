@@ -19,27 +19,14 @@
 
 namespace fashion {
 
-/// The recipe with the parameters to step and the loss given: LoRA's adapters alone, a
-/// distillation loss (examples/low_bit_qat).
+/// The recipe with the parameters to step and the loss given (LoRA's adapters alone, a
+/// distillation loss: examples/low_bit_qat). `distributed`: data-parallel training
+/// (xq::fit_options::distributed), each rank taking its share of every batch of s.batch
+/// images (which the rank count must divide).
 template <class Model, class Loss>
 xq::fit_history train_with(Model& model, std::vector<xq::parameter_ptr> parameters, Loss&& loss, const xq::dataset& data,
-                           std::size_t epochs, float peak_learning_rate, const run_options& s) {
-  const std::size_t steps_per_epoch = (data.size() + s.batch - 1) / s.batch;
-  xq::adam_options adam;
-  adam.learning_rate = xq::cosine_decay{peak_learning_rate, epochs * steps_per_epoch, 0.02f};
-  xq::adam opt(std::move(parameters), adam);
-  xq::fit_options fo;
-  fo.epochs = epochs;
-  fo.batch_size = s.batch;
-  fo.seed = s.seed;
-  return xq::fit(model, opt, loss, data, fo);
-}
-
-/// `distributed`: data-parallel training (xq::fit_options::distributed), each rank taking
-/// its share of every batch of s.batch images (which the rank count must divide).
-template <class Model>
-xq::fit_history train(Model& model, const xq::dataset& data, std::size_t epochs, float peak_learning_rate,
-                      const run_options& s, xq::distributed_training* distributed = nullptr) {
+                           std::size_t epochs, float peak_learning_rate, const run_options& s,
+                           xq::distributed_training* distributed = nullptr) {
   const std::size_t ranks = distributed ? static_cast<std::size_t>(distributed->ranks()) : 1;
   if (s.batch % ranks != 0)
     throw std::invalid_argument("--batch " + std::to_string(s.batch) + " does not split over " + std::to_string(ranks) +
@@ -47,13 +34,21 @@ xq::fit_history train(Model& model, const xq::dataset& data, std::size_t epochs,
   const std::size_t steps_per_epoch = (data.size() + s.batch - 1) / s.batch;
   xq::adam_options adam;
   adam.learning_rate = xq::cosine_decay{peak_learning_rate, epochs * steps_per_epoch, 0.02f};
-  xq::adam opt(xq::trainable_parameters(model), adam);
+  xq::adam opt(std::move(parameters), adam);
   xq::fit_options fo;
   fo.epochs = epochs;
   fo.batch_size = s.batch / ranks;
   fo.seed = s.seed;
   fo.distributed = distributed;
-  return xq::fit(model, opt, xq::sparse_softmax_cross_entropy, data, fo);
+  return xq::fit(model, opt, loss, data, fo);
+}
+
+/// Every trainable parameter on the labels' cross-entropy.
+template <class Model>
+xq::fit_history train(Model& model, const xq::dataset& data, std::size_t epochs, float peak_learning_rate,
+                      const run_options& s, xq::distributed_training* distributed = nullptr) {
+  return train_with(model, xq::trainable_parameters(model), xq::sparse_softmax_cross_entropy, data, epochs,
+                    peak_learning_rate, s, distributed);
 }
 
 /// Mean training throughput over the epochs.
