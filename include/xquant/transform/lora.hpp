@@ -75,6 +75,8 @@ std::size_t add_lora_adapters(Model& twin, const lora_options& o = {}) {
       std::size_t rows = 1;
       for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
       const std::size_t rank = std::min({o.rank, rows, std::size_t(shape.empty() ? 0 : shape.back())});
+      // The scale stays alpha / o.rank where a small kernel clips the rank: every adapter's
+      // product weighs the same.
       low_rank_adapter a =
           make_low_rank_adapter({shape.begin(), shape.end()}, rank, o.alpha * float(rank) / float(o.rank ? o.rank : 1),
                                 o.seed + std::uint32_t(count), l.path());
