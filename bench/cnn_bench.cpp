@@ -6,15 +6,22 @@
 // (quantize_model with NVIDIA's scheme and folded batch norms, as
 // examples/fashion_mnist_qat trains it) is measured beside the float step, interleaved
 // step by step so that both see the same machine: `qat_over_float` is the ratio.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
+#include <utility>
 
 #include <benchmark/benchmark.h>
 
 #include <xquant/core/memory.hpp>
+#include <xquant/io/tensorboard.hpp>
+#include <xquant/quantizers/quantizer_call_observer.hpp>
 #include <xquant/kernels/gemm.hpp>
 #include <xquant/kernels/thread_governor.hpp>
 #include <xquant/transform/low_bit_schemes.hpp>
@@ -246,6 +253,116 @@ void BM_fit_over_train_step(benchmark::State& state) {
   state.counters["fit_rate_over_step_rate"] = step_seconds / fit_seconds;
 }
 BENCHMARK(BM_fit_over_train_step)->ArgName("progress")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// TensorBoard logging's cost in fit (issue 39: at most 2% of a training step), two ways.
+// Each iteration runs one epoch of `fit` over 50 batches of 64 on the QAT twin (batch norms
+// folded, as the example trains) with the tensorboard callback, and one without it on a
+// second twin, in turn:
+//  - `logging_share`: the seconds spent in logging code — the callback's hooks and its
+//    quantizer observer's calls inside the steps, each timed by `timed_logging` below —
+//    over the unlogged epoch's seconds (exact, whatever the machine's load);
+//  - `overhead_median`: the logged epoch's time over the unlogged one's, minus 1, the median
+//    over the iterations, each running the two in the other order than the last (end to
+//    end, and as noisy as the machine: ±2-3% on a shared VM).
+// update_freq 25 (the example's): step scalars and every quantizer's grid and clipped share
+// at steps 25 and 50; histograms: 1 = every parameter's and every quantizer's input and
+// output histograms at the epoch's last step (so every 50 steps here; the example's epochs
+// have 938 in full mode, 188 in quick mode), 0 = none.
+namespace {
+
+/// Forwards to a callback and to the quantizer observer it installs, timing both.
+class timed_logging final : public xq::fit_callback, xq::quantizer_call_observer {
+ public:
+  explicit timed_logging(std::shared_ptr<xq::fit_callback> inner) : inner_(std::move(inner)) {}
+  double seconds = 0;
+
+  void on_train_begin(const xq::fit_context& c) override { timed([&] { inner_->on_train_begin(c); }); }
+  void on_step_begin(std::size_t step) override {
+    xq::quantizer_call_observer* before = current();
+    timed([&] { inner_->on_step_begin(step); });
+    if (current() != before) {  // the callback installed its observer: time it through this one
+      observer_ = current();
+      current() = this;
+    }
+  }
+  void on_step_end(const xq::fit_step& s) override {
+    if (observer_) current() = std::exchange(observer_, nullptr);
+    timed([&] { inner_->on_step_end(s); });
+  }
+  void on_epoch_end(const xq::epoch_record& r) override { timed([&] { inner_->on_epoch_end(r); }); }
+  void on_train_end(const xq::fit_history& h) override { timed([&] { inner_->on_train_end(h); }); }
+  void called(const xq::quantizer_base& q, const xq::tensor& x, const xq::tensor& y) override {
+    timed([&] { observer_->called(q, x, y); });
+  }
+
+ private:
+  template <class F>
+  void timed(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::shared_ptr<xq::fit_callback> inner_;
+  xq::quantizer_call_observer* observer_ = nullptr;
+};
+
+}  // namespace
+
+void BM_fit_tensorboard_overhead(benchmark::State& state) {
+  constexpr std::size_t batch = 64, steps = 50;
+  auto float_model = fashion::make_cnn(1);
+  xq::build(float_model, {1, 28, 28, 1});
+  auto logged = make_qat_cnn(float_model, true);
+  auto plain = make_qat_cnn(float_model, true);
+  const xq::dataset data{random_tensor({batch * steps, 28, 28, 1}, 7), bench::random_labels(batch * steps, 8)};
+  xq::adam logged_opt(xq::trainable_parameters(logged)), plain_opt(xq::trainable_parameters(plain));
+  const std::string dir = (std::filesystem::temp_directory_path() / "xq_bench_tensorboard").string();
+  std::filesystem::remove_all(dir);
+  xq::tensorboard_options tb;
+  tb.log_dir = dir;
+  tb.update_freq = 25;
+  tb.histogram_freq = state.range(0) ? 1 : 0;
+  auto timer = std::make_shared<timed_logging>(std::make_shared<xq::tensorboard>(tb));
+  xq::fit_options with, without;
+  with.epochs = without.epochs = 1;
+  with.batch_size = without.batch_size = batch;
+  with.verbose = without.verbose = false;
+  with.threads = without.threads = xq::thread_policy::fixed;  // the same thread count for both
+  with.callbacks.push_back(timer);
+  double with_seconds = 0, without_seconds = 0;
+  std::vector<double> ratios;
+  using clock = std::chrono::steady_clock;
+  bool logged_first = true;  // the order alternates: whichever runs second finds warmer caches
+  for (auto _ : state) {
+    double w = 0, p = 0;
+    for (int k = 0; k < 2; ++k) {
+      const bool logging = (k == 0) == logged_first;
+      const auto t0 = clock::now();
+      if (logging) xq::fit(logged, logged_opt, xq::sparse_softmax_cross_entropy, data, with);
+      else xq::fit(plain, plain_opt, xq::sparse_softmax_cross_entropy, data, without);
+      (logging ? w : p) = std::chrono::duration<double>(clock::now() - t0).count();
+    }
+    logged_first = !logged_first;
+    with_seconds += w;
+    without_seconds += p;
+    ratios.push_back(w / p - 1.0);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double n = static_cast<double>(state.iterations());
+  state.counters["logged_ms_per_step"] = 1e3 * with_seconds / (n * steps);
+  state.counters["plain_ms_per_step"] = 1e3 * without_seconds / (n * steps);
+  state.counters["logging_ms_per_step"] = 1e3 * timer->seconds / (n * steps);
+  state.counters["logging_share"] = timer->seconds / without_seconds;
+  state.counters["overhead_median"] = ratios[ratios.size() / 2];
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_fit_tensorboard_overhead)
+    ->ArgName("histograms")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(6)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The CNN's two convolutions (3x3, same, batch 64): 28x28x1 -> 32 and 14x14x32 -> 64.
 struct conv_case {

@@ -51,11 +51,13 @@ if [[ -z $exe ]]; then
   log "ERROR: $target was not built under $build"
   exit 1
 fi
+# Quick mode unless the first argument is --full; the other arguments follow (--log-dir DIR:
+# TensorBoard's runs, README "See training in TensorBoard").
 args=("$@")
-if [[ ${#args[@]} -eq 0 ]]; then
-  args=(--quick)
-elif [[ ${args[0]} == --full ]]; then
+if [[ ${#args[@]} -gt 0 && ${args[0]} == --full ]]; then
   args=("${args[@]:1}")
+else
+  args=(--quick "${args[@]}")
 fi
 # The exported ONNX file runs in onnxruntime when install_deps.sh made its venv.
 onnx_py=${XQ_ONNX_VENV:-$HOME/.cache/xquant-onnx-venv}/bin/python3

@@ -108,7 +108,7 @@ else
   apt_install "${missing[@]}"
 fi
 
-# ---- onnx, onnxruntime, numpy (PyPI, in a venv): tools/onnx_check.py for the ONNX tests ----
+# ---- onnx, onnxruntime, numpy, tensorboard (PyPI, in a venv): the ONNX and TensorBoard checks --
 if [[ ${XQ_SKIP_ONNX:-0} == 1 ]]; then
   log "XQ_SKIP_ONNX=1: not checking the ONNX venv"
 else

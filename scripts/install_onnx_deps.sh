@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes the Python venv in which the ONNX tests run tools/onnx_check.py: onnx, onnxruntime
-# and numpy from PyPI, at pinned versions, in their own venv (Debian's python3 is
+# Makes the Python venv in which the ONNX tests run tools/onnx_check.py (onnx, onnxruntime
+# and numpy) and the TensorBoard tests run tools/check_tensorboard_log.py (tensorboard): from
+# PyPI, at pinned versions, in their own venv (Debian's python3 is
 # externally managed, PEP 668: no pip install into it; a venv needs no --user or
 # --break-system-packages). Called by scripts/install_deps.sh; idempotent: a venv that
 # already has these versions is left as it is (under a second).
@@ -19,14 +20,16 @@ log() { printf '[install_onnx_deps] %s\n' "$*"; }
 # Pins: onnx 1.23.2 (opset 28, IR 14; its checker knows int4 and opset 21);
 # onnxruntime 1.32.0 (what pip serves here; the PyPI list said 1.31.1); numpy 2.4.6
 # (what pip resolves with them; the golden venv's numpy too).
-pins=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
+# tensorboard 2.21.0: its reader checks the event files xquant writes (tools/check_tensorboard_log.py).
+pins=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6 tensorboard==2.21.0)
 
 venv=${XQ_ONNX_VENV:-$HOME/.cache/xquant-onnx-venv}
 py=$venv/bin/python3
 
-check='import sys, onnx, onnxruntime, numpy
+check='import sys, onnx, onnxruntime, numpy, tensorboard
 want = dict(a.split("==") for a in sys.argv[1:])
-have = {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__, "numpy": numpy.__version__}
+have = {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__, "numpy": numpy.__version__,
+        "tensorboard": tensorboard.__version__}
 sys.exit(0 if all(have[k] == v for k, v in want.items()) else 1)'
 
 if [[ -x $py ]] && "$py" -c "$check" "${pins[@]}" 2>/dev/null; then

@@ -19,9 +19,14 @@ struct ptq_result {
 };
 
 /// The twin of `model` with `options`, calibrated on the first 2,000 training images
-/// (NVIDIA's histogram calibrator, percentile 99.99), lowered and evaluated on `test`.
+/// (NVIDIA's histogram calibrator, percentile 99.99), lowered and evaluated on `test`. With a
+/// `log_dir`, the calibration's histograms and ranges go to TensorBoard's run `<log_dir>/ptq`.
 ptq_result post_training_quantization(cnn& model, const xq::quantize_options& options, const xq::dataset& train,
-                                      const xq::dataset& test);
+                                      const xq::dataset& test, const std::string& log_dir = {});
+
+/// The QAT twin of `model`: `xq::quantize_model(model, options, {1, 28, 28, 1})`, instantiated
+/// in deploy_qat.cpp beside the PTQ twin's (the same instantiation serves both).
+xq::quantize_t<cnn> qat_twin(cnn& model, const xq::quantize_options& options);
 
 /// What the deployment of the QAT twin measured (accuracies on the test images).
 struct qat_deployment {
@@ -33,7 +38,9 @@ struct qat_deployment {
 };
 
 /// The QAT twin lowered (its summary printed), compared with its simulation, exported and
-/// (with --onnxruntime) run in onnxruntime: fashion::deploy.
-qat_deployment deploy_qat(xq::quantize_t<cnn>& qat, const xq::dataset& test, const run_options& s);
+/// (with --onnxruntime) run in onnxruntime: fashion::deploy. With a `log_dir`, the parity
+/// report per layer goes to TensorBoard's run `<log_dir>/deploy`.
+qat_deployment deploy_qat(xq::quantize_t<cnn>& qat, const xq::dataset& test, const run_options& s,
+                          const std::string& log_dir = {});
 
 }  // namespace fashion

@@ -16,6 +16,11 @@
 //   fashion_mnist_qat --quick    12,000 images, 2 + 1 epochs (README's demo)
 //   options: --epochs N  --qat-epochs N  --train-size N  --batch N  --seed N  --data DIR
 //            --export-dir DIR  --onnxruntime PYTHON
+//            --log-dir DIR  TensorBoard event files (io/tensorboard.hpp): the runs float/train and
+//                        qat/train (losses, learning rate, speed, every quantizer's grid and
+//                        clipped share, weight and quantizer histograms), ptq (calibration
+//                        histograms and ranges) and deploy (parity per layer); then
+//                        `tensorboard --logdir DIR`
 //            --ranks N   data-parallel training over N ranks (MPI: examples/common/ranks.hpp),
 //                        each with batch/N of every batch; the float model and the QAT twin
 //                        train on the ranks, the rest runs on rank 0, which alone prints
@@ -26,8 +31,11 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include <xquant/io/tensorboard.hpp>
 #include <xquant/transform/quantize_model.hpp>
 #include <xquant/train/fit.hpp>
 #include <xquant/train/losses.hpp>
@@ -40,11 +48,23 @@
 
 int main(int argc, char** argv) try {
   int requested_ranks = 1;
+  std::string log_dir;  // --log-dir: TensorBoard's runs under it
   const fashion::run_options s = fashion::parse_options(argc, argv, {}, [&](const std::string& name, const auto& value) {
-    if (name != "--ranks") return false;
-    requested_ranks = std::stoi(value());
+    if (name == "--ranks") requested_ranks = std::stoi(value());
+    else if (name == "--log-dir") log_dir = value();
+    else return false;
     return true;
   });
+  // fit's TensorBoard callback for the run `<log_dir>/<run>/{train,validation}`; none without --log-dir.
+  auto tensorboard = [&](const char* run) {
+    std::vector<std::shared_ptr<xq::fit_callback>> callbacks;
+    if (log_dir.empty()) return callbacks;
+    xq::tensorboard_options o;
+    o.log_dir = log_dir + "/" + run;
+    o.update_freq = 10;
+    callbacks.push_back(std::make_shared<xq::tensorboard>(o));
+    return callbacks;
+  };
   examples::ranks ranks(requested_ranks, argc, argv);
   const bool first_rank = ranks.rank() == 0;  // the one that evaluates, deploys and prints
   const auto start = std::chrono::steady_clock::now();
@@ -58,7 +78,7 @@ int main(int argc, char** argv) try {
   // 1. Float.
   auto model = fashion::make_cnn(s.seed);
   xq::build(model, {1, 28, 28, 1});
-  const auto float_history = fashion::train(model, train, s.epochs, 2e-3f, s, ranks.training());
+  const auto float_history = fashion::train(model, train, s.epochs, 2e-3f, s, ranks.training(), tensorboard("float"));
   double float_accuracy = 0, ptq_accuracy = 0;
   xq::quantize_options options;
   options.fold_batch_norm = true;
@@ -68,7 +88,7 @@ int main(int argc, char** argv) try {
                 fashion::images_per_second(float_history), seconds());
 
     // 2. Post-training quantization: the twin, calibrated on 2,000 training images, lowered.
-    const fashion::ptq_result ptq = fashion::post_training_quantization(model, options, train, test);
+    const fashion::ptq_result ptq = fashion::post_training_quantization(model, options, train, test, log_dir);
     ptq_accuracy = ptq.engine_accuracy;
     std::printf("ptq: calibrated on %zu images (nvidia_percentile 99.99); simulated %.4f, integer engine %.4f (%.0f s)\n",
                 ptq.calibration_images, ptq.simulated_accuracy, ptq_accuracy, seconds());
@@ -77,7 +97,7 @@ int main(int argc, char** argv) try {
   // 3. Quantization-aware training: NVIDIA's default scheme, batch norms folded.
   const std::size_t steps_per_epoch = (train.size() + s.batch - 1) / s.batch;
   options.freeze_batch_norm_after = static_cast<long>(steps_per_epoch * s.qat_epochs / 2);
-  auto qat = xq::quantize_model(model, options, {1, 28, 28, 1});
+  auto qat = fashion::qat_twin(model, options);  // xq::quantize_model (deploy_qat.cpp)
   std::size_t on = 0, total = 0;
   xq::for_each_quantizer(qat, [&](const xq::fake_quantizer& q) {
     ++total;
@@ -89,13 +109,13 @@ int main(int argc, char** argv) try {
   std::printf("quantized: %zu of %zu quantizers on; batch norms folded: conv_block %s, conv_block_1 %s\n", on,
               total, qat.get<0>().conv.folded() ? "yes" : "no", qat.get<1>().conv.folded() ? "yes" : "no");
   // Fine-tune at a tenth of the float peak learning rate.
-  const auto qat_history = fashion::train(qat, train, s.qat_epochs, 2e-4f, s, ranks.training());
+  const auto qat_history = fashion::train(qat, train, s.qat_epochs, 2e-4f, s, ranks.training(), tensorboard("qat"));
   std::printf("qat: images_per_second=%.0f (float: %.0f) seconds=%.1f\n", fashion::images_per_second(qat_history),
               fashion::images_per_second(float_history), seconds());
   if (!first_rank) return 0;  // the ranks trained; rank 0 deploys
 
   // 4. Deployment: the integer engine, its parity with the simulation, ONNX (and onnxruntime).
-  const fashion::qat_deployment d = fashion::deploy_qat(qat, test, s);
+  const fashion::qat_deployment d = fashion::deploy_qat(qat, test, s, log_dir);
 
   std::printf("model float                     accuracy=%.4f\n", float_accuracy);
   std::printf("model ptq_int8_integer_engine   accuracy=%.4f\n", ptq_accuracy);
@@ -110,6 +130,7 @@ int main(int argc, char** argv) try {
   else
     std::printf("model qat_onnxruntime           not run (give --onnxruntime PYTHON; the file is %s)\n",
                 d.onnx_file.c_str());
+  if (!log_dir.empty()) std::printf("tensorboard: tensorboard --logdir %s\n", log_dir.c_str());
   std::printf("float_accuracy=%.4f int8_accuracy=%.4f\n", float_accuracy, d.engine_accuracy);
   return 0;
 } catch (const std::exception& e) {

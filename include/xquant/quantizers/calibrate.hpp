@@ -66,6 +66,11 @@ struct calibration_result {
     std::string quantizer;
     float min = 0, max = 0;
     bool per_channel = false;
+    /// The calibrator's histogram, where its method keeps one (NVIDIA's of |x|, PyTorch's
+    /// HistogramObserver's, onnxruntime's): `histogram_counts[i]` values in
+    /// [histogram_edges[i], histogram_edges[i + 1]); as many edges as counts + 1 (NVIDIA's
+    /// extra edge after range growth dropped). Empty for max and per-channel calibration.
+    std::vector<float> histogram_edges, histogram_counts;
   };
   std::vector<entry> ranges;
   std::size_t samples = 0;

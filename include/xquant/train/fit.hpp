@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -51,6 +52,8 @@
 #include "dataset.hpp"
 #include "default_metric.hpp"
 #include "distributed_training.hpp"
+#include "fit_callback.hpp"
+#include "fit_history.hpp"
 #include "metrics.hpp"
 #include "progress.hpp"
 
@@ -59,44 +62,6 @@ namespace xq {
 /// A metric: the model's outputs and the targets of a batch in, a score in [0, 1]
 /// out (the batch mean). An empty function means no metric.
 using metric_function = std::function<double(const tensor& outputs, const tensor& targets)>;
-
-/// What one epoch of `fit` measured.
-struct epoch_record {
-  std::size_t epoch = 0;  ///< 1-based
-  std::size_t steps = 0;
-  std::size_t samples = 0;
-  double loss = 0.0;  ///< mean over the epoch's samples (batches weighted by size)
-  std::optional<double> metric;
-  std::optional<double> val_loss;
-  std::optional<double> val_metric;
-  double seconds = 0.0;  ///< training time of the epoch (validation not included)
-  double samples_per_second = 0.0;
-  /// The model's quantizer metrics over the epoch's training steps, in model order:
-  /// ("flip_ratio/<path>", value), ("gradient_flow/<path>", value) for every quantizer
-  /// that keeps them (quantizers/model_quantizers.hpp); empty when none does.
-  std::vector<std::pair<std::string, double>> quantizer_metrics;
-};
-
-/// Where `fit` stopped on a loss that was not finite (Keras's TerminateOnNaN).
-struct non_finite_loss_stop {
-  std::size_t epoch = 0;  ///< 1-based, counted as `epoch_record::epoch`
-  std::size_t step = 0;   ///< 1-based within the epoch; the steps before it were applied
-  double loss = 0.0;      ///< NaN or an infinity
-};
-
-/// Everything `fit` measured, one record per epoch run.
-struct fit_history {
-  std::string metric_name;
-  std::vector<epoch_record> epochs;
-  bool stopped_early = false;  ///< the epoch callback asked to stop
-  /// Set when a batch's loss was NaN or infinite: training stopped there, with the model
-  /// and the optimizer as they were before that step. That epoch's record covers the
-  /// steps before it.
-  std::optional<non_finite_loss_stop> non_finite_loss;
-
-  std::size_t size() const noexcept { return epochs.size(); }
-  const epoch_record& last() const;
-};
 
 /// Called after each epoch with its record. A callable returning `bool` stops
 /// training by returning false (early stopping); one returning void never stops it.
@@ -166,6 +131,9 @@ struct fit_options {
   std::string metric_name = "accuracy";  ///< shown when there is a metric
   std::size_t max_steps_per_epoch = 0;  ///< 0: every batch
   epoch_callback on_epoch_end;
+  /// Keras's callbacks (train/fit_callback.hpp), called in this order at each hook: TensorBoard
+  /// logging (io/tensorboard.hpp), a user's own.
+  std::vector<std::shared_ptr<fit_callback>> callbacks;
   progress_options progress;  ///< where and how progress is shown
   thread_policy threads = thread_policy::automatic;  ///< how each step's thread count is chosen (fixed: same bits)
   /// Data-parallel training (train/distributed_training.hpp; xq::dist::data_parallel over
@@ -282,12 +250,27 @@ std::optional<metric_function> chosen_metric(const metric_function& metric) {
   return std::nullopt;
 }
 
-/// An optimizer's step and zero_grad, without its type.
+/// An optimizer's step and zero_grad, without its type; `learning_rate` null where the
+/// optimizer has no `learning_rate()`.
 struct optimizer_ref {
   void* object;
   void (*step)(void*);
   void (*zero_grad)(void*);
+  double (*learning_rate)(void*) = nullptr;
 };
+
+template <class T>
+using learning_rate_op = decltype(static_cast<double>(std::declval<T&>().learning_rate()));
+
+/// `opt` as an optimizer_ref.
+template <class Optimizer>
+optimizer_ref optimizer_ref_of(Optimizer& opt) {
+  optimizer_ref o{&opt, [](void* p) { static_cast<Optimizer*>(p)->step(); },
+                  [](void* p) { static_cast<Optimizer*>(p)->zero_grad(); }};
+  if constexpr (detect<Optimizer, learning_rate_op>::value)
+    o.learning_rate = [](void* p) { return static_cast<double>(static_cast<Optimizer*>(p)->learning_rate()); };
+  return o;
+}
 
 XQ_DECL evaluation run_evaluate(const training_target& t, const dataset& data, std::size_t batch_size,
                                 const metric_function& metric);
@@ -356,8 +339,7 @@ std::vector<tensor> predict(Model& model, const std::vector<tensor>& inputs, std
 /// Keras resets a model's metrics each epoch and reports Larq's with the others).
 template <class Model, class Optimizer, class Loss>
 fit_history fit(Model& model, Optimizer& opt, Loss&& loss, const dataset& train, const fit_options& opts = {}) {
-  const detail::optimizer_ref o{&opt, [](void* p) { static_cast<Optimizer*>(p)->step(); },
-                                [](void* p) { static_cast<Optimizer*>(p)->zero_grad(); }};
+  const detail::optimizer_ref o = detail::optimizer_ref_of(opt);
   auto loss_call = detail::loss_call_of(loss);
   const detail::training_target target = detail::training_target_of(model, loss_call);
   std::optional<metric_function> metric = detail::chosen_metric<Loss>(opts.metric);

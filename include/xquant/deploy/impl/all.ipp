@@ -8,3 +8,4 @@
 #include "../onnx/impl/all.ipp"
 #include "lower.ipp"
 #include "parity.ipp"
+#include "parity_log.ipp"

@@ -184,8 +184,23 @@ XQ_DECL calibration_result calibration_session::finish(const std::vector<fake_qu
       lo(0) = std::min(a, 0.0f);  // every grid holds 0
       hi(0) = std::max(b, 0.0f);
     }
-    r.ranges.push_back({q->path(), *std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end()),
-                        s->per_channel});
+    calibration_result::entry e{q->path(), *std::min_element(lo.begin(), lo.end()),
+                                *std::max_element(hi.begin(), hi.end()), s->per_channel, {}, {}};
+    if (s->nvidia && !s->nvidia->histogram().empty()) {
+      e.histogram_counts = s->nvidia->histogram();
+      e.histogram_edges.assign(s->nvidia->bin_edges().begin(),
+                               s->nvidia->bin_edges().begin() + static_cast<std::ptrdiff_t>(e.histogram_counts.size() + 1));
+    } else if (s->torch && !s->torch->empty()) {
+      // HistogramObserver's bins split [min_val, max_val] evenly.
+      e.histogram_counts = s->torch->histogram();
+      const std::size_t bins = e.histogram_counts.size();
+      const double lo_val = s->torch->min_val(), width = (double(s->torch->max_val()) - lo_val) / double(bins);
+      for (std::size_t i = 0; i <= bins; ++i) e.histogram_edges.push_back(static_cast<float>(lo_val + width * double(i)));
+    } else if (s->ort && !s->ort->empty()) {
+      e.histogram_edges = s->ort->bin_edges();
+      for (std::int64_t c : s->ort->histogram()) e.histogram_counts.push_back(static_cast<float>(c));
+    }
+    r.ranges.push_back(std::move(e));
     q->set_range(std::move(lo), std::move(hi));
   }
   return r;

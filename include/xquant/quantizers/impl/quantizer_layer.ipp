@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../core/layer.hpp"
+#include "../quantizer_call_observer.hpp"
 #include "../quantizer_layer.hpp"
 
 namespace xq {
@@ -89,9 +90,14 @@ XQ_DECL void quantizer_base::observe(const tensor& x) { (void)x; }
 
 XQ_DECL var quantizer_base::run(const var& x) {
   if (observer_enabled_ && is_training()) observe(x.value());
-  if (!fake_quant_enabled_) return x;
+  quantizer_call_observer* const watching = quantizer_call_observer::current();
+  if (!fake_quant_enabled_) {
+    if (watching) watching->called(*this, x.value(), x.value());
+    return x;
+  }
   var y = quantize(x);
   if (flip_ && is_training()) flip_->update(y.value());
+  if (watching) watching->called(*this, x.value(), y.value());
   return y;
 }
 

@@ -92,6 +92,8 @@ XQ_DECL void check_fit_arguments(const dataset& train, const fit_options& opts) 
   if (train.size() == 0) throw argument_error("xq::fit", "at least one training sample", "an empty dataset");
   if (opts.initial_epoch > opts.epochs)
     throw argument_error("xq::fit", concat("initial_epoch <= epochs (", opts.epochs, ")"), concat(opts.initial_epoch));
+  for (std::size_t k = 0; k < opts.callbacks.size(); ++k)
+    if (!opts.callbacks[k]) throw argument_error("xq::fit", "callbacks that are objects", concat("callbacks[", k, "] null"));
 }
 
 /// `pass()` under the reachability check of the model `target` holds (core/model.hpp's checked_calls).
@@ -330,6 +332,16 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
   // would wait for each other forever or train on garbage (issue 34).
   if (dist) check_ranks_agree(*dist, target.model, fit_rank_values(train, opts, steps), "xq::fit (data parallel)");
   if (dist) dist->begin_training(target.model);
+  fit_context context;
+  context.model = target.model;
+  context.initial_epoch = opts.initial_epoch;
+  context.epochs = opts.epochs;
+  context.steps_per_epoch = steps;
+  context.batch_size = global_batch;
+  context.metric_name = history.metric_name;
+  context.rank = dist ? dist->rank() : 0;
+  context.ranks = static_cast<int>(ranks);
+  for (const auto& c : opts.callbacks) c->on_train_begin(context);
   opt.zero_grad(opt.object);
   for (std::size_t epoch = opts.initial_epoch + 1; epoch <= opts.epochs; ++epoch) {
     const std::vector<std::size_t> order = opts.shuffle ? shuffled_order(n, rng) : sequential_order(n);
@@ -337,8 +349,15 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
     std::size_t samples = 0, steps_run = 0;
     bar.begin_epoch(epoch);
     reset_quantizer_metrics(target.model);
+    for (const auto& c : opts.callbacks) c->on_epoch_begin(epoch);
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t s = 0; s < steps; ++s) {
+      const std::size_t global_step = (epoch - 1) * steps + s + 1;
+      for (const auto& c : opts.callbacks) c->on_step_begin(global_step);
+      const auto step_start = std::chrono::steady_clock::now();
+      // The rate this step applies (read before the step moves the optimizer's schedule on).
+      const std::optional<double> learning_rate =
+          opt.learning_rate ? std::optional<double>(opt.learning_rate(opt.object)) : std::nullopt;
       const std::size_t first = s * global_batch, global_count = std::min(global_batch, n - first);
       const auto [shard_begin, shard_end] =
           dist ? rows_of_rank(global_count, *dist) : std::pair<std::size_t, std::size_t>{0, global_count};
@@ -403,6 +422,18 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
       loss_mean.add(batch_loss, static_cast<double>(count));
       samples += count;
       ++steps_run;
+      if (!opts.callbacks.empty()) {
+        fit_step done;
+        done.epoch = epoch;
+        done.step = s + 1;
+        done.global_step = global_step;
+        done.samples = count;
+        done.loss = batch_loss;
+        if (has_metric) done.metric = batch_metric;
+        done.seconds = seconds_since(step_start);
+        done.learning_rate = learning_rate;
+        for (const auto& c : opts.callbacks) c->on_step_end(done);
+      }
       bar.update(s + 1, samples, loss_mean.mean(),
                  has_metric ? std::optional<double>(metric_mean.mean()) : std::nullopt);
     }
@@ -424,6 +455,7 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
     }
     bar.end_epoch(samples, r.loss, r.metric, r.seconds, r.val_loss, r.val_metric, r.quantizer_metrics);
     history.epochs.push_back(r);
+    for (const auto& c : opts.callbacks) c->on_epoch_end(history.epochs.back());
     if (const auto& stop = history.non_finite_loss) {
       bar.note(concat("stopped: the loss of epoch ", stop->epoch, " step ", stop->step, " was ", stop->loss,
                       "; that step was not applied (model and optimizer as before it)"));
@@ -438,6 +470,7 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
       break;
     }
   }
+  for (const auto& c : opts.callbacks) c->on_train_end(history);
   return history;
 }
 

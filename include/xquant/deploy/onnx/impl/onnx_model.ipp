@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../../../io/atomic_file.hpp"
+#include "../../../io/detail/protobuf_wire.hpp"
 #include "../onnx_model.hpp"
 
 namespace xq::onnx {
@@ -28,6 +29,7 @@ namespace xq::onnx {
 namespace detail {
 
 using xq::detail::concat;
+using namespace xq::detail::protobuf;
 
 XQ_DECL std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
 
@@ -66,21 +68,6 @@ XQ_DECL void check_shape(const std::string& name, const std::vector<std::int64_t
                          concat(count, " values"));
 }
 
-// The unsigned integer of T's size: the bytes of a float or an int, little-endian on any host.
-template <class T>
-using bits_of =
-    std::conditional_t<sizeof(T) == 1, std::uint8_t,
-                       std::conditional_t<sizeof(T) == 2, std::uint16_t,
-                                          std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
-
-template <class T>
-void append_le(std::string& out, T v) {
-  using U = bits_of<T>;
-  U u;
-  std::memcpy(&u, &v, sizeof u);
-  for (std::size_t k = 0; k < sizeof(T); ++k) out.push_back(static_cast<char>((u >> (8 * k)) & 0xFF));
-}
-
 template <class T>
 tensor_data make_tensor(std::string name, data_type type, std::vector<std::int64_t> dims,
                         const std::vector<T>& values) {
@@ -115,70 +102,8 @@ tensor_data make_nibbles(std::string name, data_type type, std::vector<std::int6
   return t;
 }
 
-template <class T>
-T load_le(const char* p) {
-  using U = bits_of<T>;
-  U u = 0;
-  for (std::size_t k = 0; k < sizeof(T); ++k)
-    u |= static_cast<U>(static_cast<U>(static_cast<unsigned char>(p[k])) << (8 * k));
-  T v;
-  std::memcpy(&v, &u, sizeof v);
-  return v;
-}
-
 // ---- the writer ----------------------------------------------------------------------
-// Every message is written by one function template over a sink: a byte_counter measures
-// a nested message (its length prefix), a byte_appender writes it. Each byte is written
-// once, into a string reserved at the final size.
-
-struct byte_counter {
-  std::size_t size = 0;
-  void put(char) { ++size; }
-  void put(const char*, std::size_t n) { size += n; }
-};
-
-struct byte_appender {
-  std::string* out;
-  void put(char c) { out->push_back(c); }
-  void put(const char* p, std::size_t n) { out->append(p, n); }
-};
-
-enum wire : unsigned { varint_wire = 0, fixed64_wire = 1, length_wire = 2, fixed32_wire = 5 };
-
-template <class Sink>
-void put_varint(Sink& s, std::uint64_t v) {
-  while (v >= 0x80) {
-    s.put(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  s.put(static_cast<char>(v));
-}
-template <class Sink>
-void put_tag(Sink& s, unsigned field, wire w) {
-  put_varint(s, (std::uint64_t(field) << 3) | w);
-}
-template <class Sink>
-void put_int(Sink& s, unsigned field, std::int64_t v) {  // int32/int64/enum: two's complement, 10 bytes if < 0
-  put_tag(s, field, varint_wire);
-  put_varint(s, static_cast<std::uint64_t>(v));
-}
-template <class Sink>
-void put_bytes(Sink& s, unsigned field, const std::string& b) {
-  put_tag(s, field, length_wire);
-  put_varint(s, b.size());
-  s.put(b.data(), b.size());
-}
-template <class Sink>
-void put_nonempty(Sink& s, unsigned field, const std::string& b) {
-  if (!b.empty()) put_bytes(s, field, b);
-}
-template <class Sink>
-void put_float(Sink& s, unsigned field, float f) {
-  put_tag(s, field, fixed32_wire);
-  std::string le;
-  append_le(le, f);
-  s.put(le.data(), le.size());
-}
+// Every message is written by one function template over a sink (io/detail/protobuf_wire.hpp).
 
 template <class Sink>
 void write(Sink& s, const tensor_data& t);
@@ -199,11 +124,7 @@ void write(Sink& s, const model& m);
 
 template <class Sink, class Message>
 void put_message(Sink& s, unsigned field, const Message& m) {
-  byte_counter c;
-  write(c, m);
-  put_tag(s, field, length_wire);
-  put_varint(s, c.size);
-  write(s, m);
+  put_message_with(s, field, [&m](auto& sink) { write(sink, m); });
 }
 
 template <class Sink>
