@@ -82,6 +82,10 @@ def check_values(d):
         check(batch_loss.get(k) == f32(s["loss"]), f"batch_loss at step {k}")
         check(rate.get(k) == f32(s["learning_rate"]), f"batch_learning_rate at step {k}")
     tags = train.Tags()
+    for name in expected["epochs"][0].get("quantizer_metrics", {}):
+        batch = scalars(train, "batch_" + name)
+        check(sorted(batch) == sorted(batch_loss) and all(0.0 <= v <= 1.0 for v in batch.values()),
+              f"batch_{name} at every logged step, in [0, 1]")
     for prefix in ("scale/", "zero_point/", "range_min/", "range_max/", "clipped/"):
         check(any(t.startswith(prefix) for t in tags["scalars"]), f"a scalar {prefix}<quantizer>")
     for t in tags["scalars"]:

@@ -252,7 +252,7 @@ TEST_CASE("the tensorboard callback writes what fit measured, every quantizer's 
   for (const auto& r : records) all += r;
   for (const char* tag : {"batch_loss", "batch_accuracy", "batch_learning_rate", "batch_seconds", "epoch_loss",
                           "epoch_accuracy", "epoch_learning_rate", "epoch_flip_ratio/ste_sign",
-                          "epoch_gradient_flow/ste_sign", "scale/fake_quantizer", "zero_point/fake_quantizer",
+                          "epoch_gradient_flow/ste_sign", "batch_flip_ratio/ste_sign", "batch_gradient_flow/ste_sign", "scale/fake_quantizer", "zero_point/fake_quantizer",
                           "range_min/fake_quantizer", "range_max/fake_quantizer", "clipped/fake_quantizer",
                           "scale/fake_quantizer_1", "clipped/fake_quantizer_1", "quantizer_input/ste_sign",
                           "quantizer_output/fake_quantizer_1", "weights/dense/kernel", "quantizers"})

@@ -19,7 +19,8 @@
 ///    and `zero_point/<p>` (per tensor; per channel or block a histogram of the scales),
 ///    `range_min/<p>` and `range_max/<p>` (the reals the grid reaches, over every
 ///    channel; none for binary grids) and `clipped/<p>`, the share of its inputs beyond
-///    its channel's or block's reach;
+///    its channel's or block's reach; and Larq's `batch_flip_ratio/<p>` and
+///    `batch_gradient_flow/<p>` (the epoch's figures so far) for quantizers that keep them;
 ///  - at each epoch's end (step axis: the epoch, 1-based as epoch_record counts it):
 ///    `epoch_loss`, `epoch_<metric>`, `epoch_learning_rate`, `epoch_seconds`,
 ///    `epoch_samples_per_second`, Larq's `epoch_flip_ratio/<p>` and

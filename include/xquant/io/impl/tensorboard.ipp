@@ -208,6 +208,9 @@ XQ_DECL void tensorboard::on_step_end(const fit_step& step) {
 
   std::string table = "| quantizer | kind | grid | clipped |\n|---|---|---|---|\n";
   for (const watch::seen& s : watch_->quantizers) {
+    // Larq's metrics so far this epoch (fit resets them at each epoch's start), as Keras
+    // logs a model's metrics at batch level.
+    s.quantizer->for_each_metric([&](const std::string& name, double value) { w.add_scalar("batch_" + name, value, at); });
     if (s.grid) {
       const quantization_grid& g = *s.grid;
       if (g.granularity() == grid_granularity::per_tensor && g.scale.size() == 1) {
