@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../test_support.hpp"
+
 #include <xquant/core/model.hpp>
 #include <xquant/core/random.hpp>
 #include <xquant/io/calibration_log.hpp>
@@ -70,12 +72,6 @@ std::vector<std::string> records_of(const std::string& bytes, bool* torn = nullp
   }
   if (torn) *torn = at != bytes.size();
   return out;
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("xq_tensorboard_" + name + "_" + std::to_string(std::random_device{}()));
-  fs::remove_all(d);
-  return d;
 }
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
@@ -136,7 +132,8 @@ TEST_CASE("histogram_summary counts the finite values into equal buckets", "[io]
 }
 
 TEST_CASE("summary_writer appends whole records, the version first, and names a bad path", "[io][tensorboard]") {
-  const fs::path dir = fresh_dir("writer");
+  const xq::testing::temp_dir scratch("xq_tensorboard_writer_");
+  const fs::path dir = scratch.path;
   std::string file;
   {
     xq::summary_writer w((dir / "a" / "b").string());
@@ -172,7 +169,6 @@ TEST_CASE("summary_writer appends whole records, the version first, and names a 
   CHECK_THROWS_AS(xq::summary_writer((blocker / "logs").string()), xq::io_error);
   CHECK_THROWS_WITH(xq::summary_writer((blocker / "logs").string()), Catch::Contains((blocker / "logs").string()));
   CHECK_THROWS_AS(xq::summary_writer(""), xq::argument_error);
-  fs::remove_all(dir);
 }
 
 namespace {
@@ -199,8 +195,9 @@ xq::quantizer_config per_channel_config() {
 TEST_CASE("the tensorboard callback writes what fit measured, every quantizer's grid and the weights",
           "[io][tensorboard][fit][tensorboard_fixture]") {
   const char* fixture = std::getenv("XQ_TENSORBOARD_FIXTURE_DIR");
-  const fs::path dir = fixture ? fs::path(fixture) : fresh_dir("fit");
-  fs::remove_all(dir);
+  const xq::testing::temp_dir scratch("xq_tensorboard_fit_");
+  const fs::path dir = fixture ? fs::path(fixture) : scratch.path;
+  if (fixture) fs::remove_all(dir);
   xq::set_seed(5);
   // An input fake quantizer (per tensor), a per-channel one, Larq's sign with its metrics.
   xq::sequential model(xq::fake_quantizer(xq::quantizer_config{}), xq::dense(8), xq::fake_quantizer(per_channel_config()),
@@ -300,5 +297,4 @@ TEST_CASE("the tensorboard callback writes what fit measured, every quantizer's 
     expected["torn_records"] = records.size() - 1;  // the version event included
   }
   std::ofstream(dir / "expected.json") << expected.dump(2);
-  if (!fixture) fs::remove_all(dir);
 }

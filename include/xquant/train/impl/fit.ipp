@@ -355,9 +355,11 @@ XQ_DECL fit_history run_fit(const training_target& target, const optimizer_ref& 
       const std::size_t global_step = (epoch - 1) * steps + s + 1;
       for (const auto& c : opts.callbacks) c->on_step_begin(global_step);
       const auto step_start = std::chrono::steady_clock::now();
-      // The rate this step applies (read before the step moves the optimizer's schedule on).
-      const std::optional<double> learning_rate =
-          opt.learning_rate ? std::optional<double>(opt.learning_rate(opt.object)) : std::nullopt;
+      // For the callbacks: the rate this step applies (read before the step moves the
+      // optimizer's schedule on).
+      const std::optional<double> learning_rate = !opts.callbacks.empty() && opt.learning_rate
+                                                      ? std::optional<double>(opt.learning_rate(opt.object))
+                                                      : std::nullopt;
       const std::size_t first = s * global_batch, global_count = std::min(global_batch, n - first);
       const auto [shard_begin, shard_end] =
           dist ? rows_of_rank(global_count, *dist) : std::pair<std::size_t, std::size_t>{0, global_count};
